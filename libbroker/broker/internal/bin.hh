@@ -1,0 +1,49 @@
+#pragma once
+
+// Binary codec for broker::data ("bin v1", spec/binary-data.md).
+//
+// Stateless free functions; safe to call from any thread. The decoder is total: any byte
+// string yields a value or an error, with bounded recursion (max_depth), no allocation larger
+// than the input justifies (counts are checked against the bytes present) and no UB.
+
+#include "broker/data.hh"
+#include "broker/error.hh"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace broker::internal::bin {
+
+/// Default nesting limit for containers (binary-data.md §5).
+inline constexpr size_t default_max_depth = 128;
+
+/// Appends varbyte(n) (1-5 bytes, LEB128-style). Pre: n <= 2^32-1.
+void write_varbyte(uint32_t n, std::string& out);
+
+/// Reads a varbyte at `pos`, advancing `pos`. Accepts 1-5 bytes incl. non-minimal forms;
+/// rejects a 6th continuation byte and values > 2^32-1. Returns false on error/truncation.
+bool read_varbyte(std::string_view in, size_t& pos, uint32_t& result) noexcept;
+
+/// Appends the encoding of `x` (tag + body). Sets and tables are written in ascending total
+/// order. Fails (returns an error, `out` then holds a partial encoding) only if a string or
+/// container is too large for a 32-bit length, or a container holds NaN together with other
+/// reals (Broker could not decode it).
+error encode(const data& x, std::string& out);
+
+/// Convenience: the encoding of `x` as a fresh string.
+expected<std::string> encode(const data& x);
+
+/// Decodes exactly one value that must fill `bytes` completely (a data-message payload).
+expected<data> decode(std::string_view bytes, size_t max_depth = default_max_depth);
+
+/// Decodes one value starting at `pos` and advances `pos` past it; trailing bytes allowed.
+/// Used by the peering and store-command codecs, which embed values in larger frames.
+expected<data> decode_prefix(std::string_view bytes, size_t& pos,
+                             size_t max_depth = default_max_depth);
+
+/// Counts the calls to encode() in this process (tests use it to prove "encode once").
+uint64_t encode_calls() noexcept;
+
+} // namespace broker::internal::bin
