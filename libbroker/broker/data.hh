@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <map>
 #include <set>
 #include <string>
@@ -153,6 +154,9 @@ std::string_view to_string(data::type x) noexcept;
 /// Human-readable rendering in Broker's style: vectors as "(a, b)", sets as "{a, b}",
 /// tables as "{k -> v, ...}", strings unquoted at top level and quoted when nested.
 std::string to_string(const data& x);
+
+/// Writes `to_string(x)`; lets test frameworks and logs print values.
+std::ostream& operator<<(std::ostream& out, const data& x);
 
 /// Builds a vector element by element: `vector_builder{}.add(1).add("x").build()`.
 class vector_builder {
