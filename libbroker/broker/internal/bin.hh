@@ -35,6 +35,9 @@ error encode(const data& x, std::string& out);
 /// Convenience: the encoding of `x` as a fresh string.
 expected<std::string> encode(const data& x);
 
+/// The number of bytes encode() appends for `x` (lets framing code reserve exact sizes).
+size_t encoded_size(const data& x) noexcept;
+
 /// Decodes exactly one value that must fill `bytes` completely (a data-message payload).
 expected<data> decode(std::string_view bytes, size_t max_depth = default_max_depth);
 
