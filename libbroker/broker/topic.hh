@@ -22,7 +22,9 @@ public:
   topic(std::string_view str) : str_(str) {}
   topic(const char* str) : str_(str) {}
 
-  const std::string& string() const noexcept { return str_; }
+  const std::string& string() const& noexcept { return str_; }
+  /// Moves the name out of a temporary topic.
+  std::string string() && noexcept { return std::move(str_); }
   std::string_view view() const noexcept { return str_; }
   bool empty() const noexcept { return str_.empty(); }
 
@@ -53,6 +55,11 @@ private:
 
 inline const std::string& to_string(const topic& x) noexcept {
   return x.string();
+}
+
+/// True if `name` starts with the reserved prefix "<$>".
+inline bool is_reserved_topic(std::string_view name) noexcept {
+  return name.substr(0, topic::reserved.size()) == topic::reserved;
 }
 
 /// A set of subscription prefixes.

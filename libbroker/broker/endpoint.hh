@@ -1,0 +1,119 @@
+#pragma once
+
+// endpoint: the entry point of libbroker. It owns the core (an actor on CAF's scheduler)
+// and hands out publishers, subscribers and hubs that talk to it.
+//
+//   broker::endpoint ep;
+//   auto sub = ep.make_subscriber({"/foo"});
+//   ep.publish("/foo/bar", broker::data{42});
+//   auto msg = sub.get();            // topic "/foo/bar", value 42
+//
+// Threads: every member function is thread-safe. Objects created by the endpoint may
+// outlive it; after shutdown() they report the end of their streams and publishing fails.
+
+#include "broker/configuration.hh"
+#include "broker/data.hh"
+#include "broker/endpoint_id.hh"
+#include "broker/error.hh"
+#include "broker/fwd.hh"
+#include "broker/hub.hh"
+#include "broker/message.hh"
+#include "broker/metrics.hh"
+#include "broker/overflow_policy.hh"
+#include "broker/publisher.hh"
+#include "broker/status.hh"
+#include "broker/subscriber.hh"
+#include "broker/topic.hh"
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace broker {
+
+namespace internal {
+class source_inbox;
+} // namespace internal
+
+/// Per-call settings of a subscriber or hub queue; unset fields take the configuration's
+/// broker.subscriber-buffer-size / broker.subscriber-overflow-policy.
+struct queue_options {
+  std::optional<size_t> capacity;
+  std::optional<overflow_policy> policy;
+};
+
+/// See the file comment.
+class endpoint {
+public:
+  /// Starts an endpoint with the default configuration.
+  endpoint();
+
+  /// Starts an endpoint with `cfg` (already validated by the configuration itself).
+  explicit endpoint(configuration cfg);
+
+  /// Shuts down (see shutdown()).
+  ~endpoint();
+
+  endpoint(const endpoint&) = delete;
+  endpoint& operator=(const endpoint&) = delete;
+
+  /// This endpoint's id (a random UUID).
+  const endpoint_id& node_id() const noexcept;
+
+  const configuration& config() const noexcept;
+
+  // -- publishing ---------------------------------------------------------------------
+
+  /// Publishes `value` on `t`. Blocks while the endpoint's own publish window is full.
+  /// Errors: ec::invalid_topic for reserved "<$>" topics, ec::shutting_down after shutdown.
+  error publish(topic t, data value);
+
+  /// Publishes a prebuilt message.
+  error publish(data_message msg);
+
+  /// Publishes a batch in order (one core wakeup for the whole batch).
+  error publish(std::vector<data_message> batch);
+
+  /// A publisher for topic `t` with a window of `capacity` messages (0: the
+  /// broker.publisher-buffer-size option). Errors as for publish().
+  expected<publisher> make_publisher(topic t, size_t capacity = 0);
+
+  // -- subscribing --------------------------------------------------------------------
+
+  /// A subscriber to `filter`, active when this returns.
+  subscriber make_subscriber(filter_type filter, queue_options opts = {});
+
+  /// Shorthand: capacity only.
+  subscriber make_subscriber(filter_type filter, size_t capacity) {
+    return make_subscriber(std::move(filter), queue_options{capacity, std::nullopt});
+  }
+
+  /// A subscriber to error events, and to status events if `receive_statuses`.
+  status_subscriber make_status_subscriber(bool receive_statuses = false,
+                                           queue_options opts = {});
+
+  /// A hub subscribed to `filter` that can also publish.
+  hub make_hub(filter_type filter, queue_options opts = {});
+
+  // -- introspection and lifetime ----------------------------------------------------
+
+  /// The union of all local subscriptions, minimized (internal "<$>" topics excluded).
+  filter_type filter() const;
+
+  /// Counters of handlers, drops and disconnects.
+  endpoint_metrics metrics() const;
+
+  /// Stops the core. Subscribers see the end of their streams; blocked publishers return
+  /// ec::shutting_down. Never waits on application threads. Idempotent.
+  void shutdown();
+
+  bool is_shut_down() const noexcept;
+
+private:
+  std::shared_ptr<internal::endpoint_context> ctx_;
+  /// The source behind publish(): one inbox, so calls from one thread stay in order.
+  std::shared_ptr<internal::source_inbox> own_;
+};
+
+} // namespace broker

@@ -1,0 +1,52 @@
+#include "broker/hub.hh"
+
+#include "broker/internal/endpoint_context.hh"
+#include "broker/internal/source_inbox.hh"
+
+namespace broker {
+
+void detach_source(const std::shared_ptr<internal::endpoint_context>& ctx,
+                   const std::shared_ptr<internal::source_inbox>& inbox);
+
+hub::hub(subscriber sub, std::shared_ptr<internal::source_inbox> inbox)
+  : sub_(std::move(sub)), inbox_(std::move(inbox)) {
+}
+
+hub::hub(hub&&) noexcept = default;
+
+hub& hub::operator=(hub&& other) noexcept {
+  if (this != &other) {
+    reset();
+    sub_ = std::move(other.sub_);
+    inbox_ = std::move(other.inbox_);
+  }
+  return *this;
+}
+
+hub::~hub() {
+  reset();
+}
+
+void hub::reset() {
+  detach_source(sub_.ctx_, inbox_);
+  inbox_.reset();
+  sub_.reset();
+}
+
+error hub::publish(topic t, data value) {
+  std::vector<data_message> batch;
+  batch.emplace_back(std::move(t), std::move(value));
+  return publish(std::move(batch));
+}
+
+error hub::publish(std::vector<data_message> batch) {
+  for (auto& msg : batch)
+    if (is_reserved_topic(msg.topic()))
+      return error{ec::invalid_topic, "cannot publish to reserved topic \"" + msg.topic()
+                                        + "\" (prefix <$> is internal)"};
+  if (!inbox_ || !inbox_->push(batch, std::chrono::milliseconds{-1}))
+    return error{ec::shutting_down, "the endpoint has shut down"};
+  return {};
+}
+
+} // namespace broker

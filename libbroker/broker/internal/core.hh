@@ -1,0 +1,137 @@
+#pragma once
+
+// core_state: the routing logic of the core actor, free of CAF so it can be driven
+// step by step in unit tests. The CAF actor (core_actor.cc) only forwards messages here.
+//
+// Ownership: the core owns the topic index, the handler table and the source table.
+// Everything here runs on the core actor's thread; nothing is locked.
+//
+// Routing one batch from a source (process()):
+//   1. Take the inbox's pending messages (one lock).
+//   2. Per message: one index lookup (usually a cache hit), then for each matching handler
+//      except the source's own: if a `block` handler lacks room, flush what is staged and
+//      ask the handler for a wakeup; if it still lacks room, park the source at this
+//      message. Otherwise offer() every handler (staging, no locks).
+//   3. Flush every handler that staged something (one lock per handler per batch), apply
+//      the results to the counters, close disconnected handlers and report them as errors.
+//   4. Release the delivered messages' credit to the inbox, unblocking publishers.
+// A parked source resumes when a handler reports room (on_room()).
+
+#include "broker/data.hh"
+#include "broker/endpoint_id.hh"
+#include "broker/internal/handler.hh"
+#include "broker/internal/source_inbox.hh"
+#include "broker/internal/topic_index.hh"
+#include "broker/metrics.hh"
+#include "broker/status.hh"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace broker::internal {
+
+/// Id of messages the core itself publishes (status and error events).
+inline constexpr uint64_t core_source_id = 0;
+
+/// Settings the core reads once.
+struct core_options {
+  endpoint_id id;
+  size_t topic_cache_size = 1024;
+};
+
+/// See the file comment.
+class core_state {
+public:
+  explicit core_state(core_options opts);
+  ~core_state();
+
+  core_state(const core_state&) = delete;
+  core_state& operator=(const core_state&) = delete;
+
+  // -- handlers -----------------------------------------------------------------
+
+  /// Adds `h` under `filter` (one index batch).
+  void add_handler(std::unique_ptr<handler> h, filter_type filter);
+
+  /// Closes and removes a handler; unknown ids are ignored.
+  void remove_handler(uint64_t id);
+
+  /// Adds or removes prefixes of an existing handler (one index batch each).
+  void subscribe(uint64_t id, const filter_type& prefixes);
+  void unsubscribe(uint64_t id, const filter_type& prefixes);
+
+  /// The union of all handlers' prefixes, minimized (what peers would receive).
+  filter_type filter() const;
+
+  // -- sources ------------------------------------------------------------------
+
+  void add_source(std::shared_ptr<source_inbox> inbox);
+
+  /// Delivers what the source still has pending, then forgets it.
+  void remove_source(uint64_t id);
+
+  /// The inbox of `id` has pending messages.
+  void on_wake(uint64_t id);
+
+  /// Handler `id` has room again: resume the sources parked on it.
+  void on_room(uint64_t id);
+
+  // -- events and introspection --------------------------------------------------
+
+  /// Publishes a message from the core itself (status/error events). Never parks: a
+  /// full `block` sink drops it and counts the drop under drop_newest.
+  void publish_local(std::string topic, data value);
+
+  /// Queues an error event on topic::errors (routed by the next settle()).
+  void emit_error(const error& err);
+
+  /// Queues a status event on topic::statuses (routed by the next settle()).
+  void emit_status(const status& st);
+
+  /// Routes queued events, applies deferred removals and resumes parked sources until
+  /// nothing is left to do. Every entry point calls it; tests call it after
+  /// publish_local().
+  void settle();
+
+  endpoint_metrics metrics() const;
+
+  /// Closes every handler and source (consumers see the end, publishers unblock).
+  void shutdown();
+
+  const core_options& options() const noexcept { return opts_; }
+
+private:
+  struct source_state {
+    std::shared_ptr<source_inbox> inbox;
+    std::vector<data_message> batch;
+    size_t pos = 0;
+    size_t released = 0;
+    bool parked = false;
+    bool wake_pending = false; // A wake arrived while parked.
+    bool removing = false;
+  };
+
+  void process(uint64_t id);
+  void resume_parked();
+  bool route(const data_message& msg, uint64_t source_id, bool may_park);
+  void flush_all();
+  handler* find(uint64_t id);
+
+  core_options opts_;
+  topic_index index_;
+  std::unordered_map<uint64_t, std::unique_ptr<handler>> handlers_;
+  std::unordered_map<uint64_t, source_state> sources_;
+  std::vector<handler*> dirty_;
+  std::deque<data_message> events_;  // Core-originated messages waiting for routing.
+  std::vector<uint64_t> removals_;   // Handlers disconnected during a flush.
+  std::vector<uint64_t> parked_;     // Sources waiting for room, in parking order.
+  bool resume_needed_ = false;
+  bool settling_ = false;
+  endpoint_metrics counters_;
+};
+
+} // namespace broker::internal

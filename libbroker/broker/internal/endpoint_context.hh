@@ -1,0 +1,56 @@
+#pragma once
+
+// endpoint_context: what an endpoint shares with the objects it hands out.
+//
+// Subscribers, publishers and hubs keep a shared_ptr to it, so they may outlive the
+// endpoint. The runtime pointer is read under the mutex only to copy the shared_ptr; after
+// shutdown it is null and every operation reports the endpoint as gone.
+
+#include "broker/configuration.hh"
+#include "broker/endpoint_id.hh"
+#include "broker/internal/core_runtime.hh"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace broker::internal {
+
+class endpoint_context {
+public:
+  endpoint_context(configuration cfg, endpoint_id id)
+    : cfg_(std::move(cfg)), id_(id) {}
+
+  const configuration& config() const noexcept { return cfg_; }
+  const endpoint_id& id() const noexcept { return id_; }
+
+  /// A fresh id for a handler or source (0 is the core itself).
+  uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// The running core, or nullptr after shutdown.
+  std::shared_ptr<core_runtime> runtime() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return rt_;
+  }
+
+  void start(std::shared_ptr<core_runtime> rt) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    rt_ = std::move(rt);
+  }
+
+  /// Takes the runtime out (the caller shuts it down).
+  std::shared_ptr<core_runtime> stop() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(rt_);
+  }
+
+private:
+  configuration cfg_;
+  endpoint_id id_;
+  std::atomic<uint64_t> next_id_{1};
+  mutable std::mutex mtx_;
+  std::shared_ptr<core_runtime> rt_;
+};
+
+} // namespace broker::internal

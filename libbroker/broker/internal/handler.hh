@@ -1,0 +1,128 @@
+#pragma once
+
+// handler: one output sink in the core's index (DESIGN §4).
+//
+// Ownership: the core owns every handler; only the core thread calls these members. The
+// sink behind a handler (a local queue, later a socket's send queue) is shared with the
+// thread that drains it.
+//
+// Flow per batch of input messages:
+//   1. The core looks the topic up once and, for each matching handler that is not the
+//      message's own source, checks has_room() if the policy is `block`.
+//   2. offer() stages the message: no lock, one reference-count increment.
+//   3. After the batch, flush() hands everything staged to the sink under one lock, where
+//      the drop policies apply, and reports what was accepted, dropped or disconnected.
+
+#include "broker/internal/local_queue.hh"
+#include "broker/internal/topic_index.hh"
+#include "broker/metrics.hh"
+#include "broker/topic.hh"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace broker::internal {
+
+/// What offer() did with a message.
+enum class offer_result : uint8_t {
+  ok,       ///< Staged for the next flush.
+  skipped,  ///< Not for this handler (its own message).
+  overflow, ///< A `block` handler without room: the source must wait.
+  closed,   ///< The handler no longer accepts messages.
+};
+
+/// Base class of all output handlers.
+class handler : public index_target {
+public:
+  handler(uint64_t id, handler_kind kind, overflow_policy policy, size_t capacity)
+    : id_(id), kind_(kind), policy_(policy), capacity_(capacity == 0 ? 1 : capacity) {}
+
+  uint64_t id() const noexcept { return id_; }
+  handler_kind kind() const noexcept { return kind_; }
+  overflow_policy policy() const noexcept { return policy_; }
+  size_t capacity() const noexcept { return capacity_; }
+
+  /// The prefixes this handler is subscribed to (kept by the core).
+  filter_type& filter() noexcept { return filter_; }
+
+  /// Messages waiting in the sink, not counting staged ones.
+  virtual size_t buffered() const noexcept = 0;
+
+  /// True if `n` more messages fit, counting staged ones.
+  bool has_room(size_t n = 1) const noexcept {
+    return buffered() + staged_.size() + n <= capacity_;
+  }
+
+  /// Stages `msg` from source `source_id` (see the file comment).
+  offer_result offer(const data_message& msg, uint64_t source_id) {
+    if (source_id == id_)
+      return offer_result::skipped;
+    if (closed_)
+      return offer_result::closed;
+    if (policy_ == overflow_policy::block && !has_room())
+      return offer_result::overflow;
+    staged_.push_back(msg);
+    return offer_result::ok;
+  }
+
+  bool has_staged() const noexcept { return !staged_.empty(); }
+
+  /// Moves the staged messages into the sink.
+  push_result flush() {
+    auto result = do_flush(staged_);
+    staged_.clear();
+    if (result.disconnected)
+      closed_ = true;
+    return result;
+  }
+
+  /// For `block`: asks the sink to report when it has room for `n` more. Returns true if
+  /// it already has room (no report will follow).
+  virtual bool request_wakeup(size_t n) = 0;
+
+  /// Stops accepting messages; the consumer sees the end of the stream.
+  virtual void close() {
+    closed_ = true;
+  }
+
+  bool closed() const noexcept { return closed_; }
+
+protected:
+  virtual push_result do_flush(std::vector<data_message>& xs) = 0;
+
+private:
+  uint64_t id_;
+  handler_kind kind_;
+  overflow_policy policy_;
+  size_t capacity_;
+  bool closed_ = false;
+  filter_type filter_;
+  std::vector<data_message> staged_;
+};
+
+/// A handler whose sink is a local_queue (subscribers and hubs).
+class local_handler : public handler {
+public:
+  local_handler(uint64_t id, handler_kind kind, std::shared_ptr<local_queue> queue)
+    : handler(id, kind, queue->policy(), queue->capacity()), queue_(std::move(queue)) {}
+
+  size_t buffered() const noexcept override { return queue_->size(); }
+
+  const std::shared_ptr<local_queue>& queue() const noexcept { return queue_; }
+
+  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
+
+  void close() override {
+    handler::close();
+    queue_->close();
+  }
+
+protected:
+  push_result do_flush(std::vector<data_message>& xs) override { return queue_->push(xs); }
+
+private:
+  std::shared_ptr<local_queue> queue_;
+};
+
+} // namespace broker::internal

@@ -1,0 +1,37 @@
+#include "broker/message.hh"
+
+#include "broker/internal/bin.hh"
+#include "broker/internal/json.hh"
+
+namespace broker {
+
+message_impl::message_impl(std::string topic, data value, std::string binary)
+  : topic_(std::move(topic)), value_(std::move(value)) {
+  std::call_once(binary_once_, [&] { binary_ = std::move(binary); });
+}
+
+const std::string& message_impl::binary() const {
+  std::call_once(binary_once_, [this] {
+    if (auto err = internal::bin::encode(value_, binary_))
+      binary_.clear(); // Unencodable values (e.g. > 4 GiB strings) never reach a peer.
+  });
+  return binary_;
+}
+
+const std::string& message_impl::json() const {
+  std::call_once(json_once_, [this] {
+    internal::json::encode_data_message(topic_, value_, json_);
+  });
+  return json_;
+}
+
+std::string to_string(const data_message& x) {
+  if (!x)
+    return "<null message>";
+  std::string result = x.topic();
+  result += ": ";
+  result += to_string(x.value());
+  return result;
+}
+
+} // namespace broker

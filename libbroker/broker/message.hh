@@ -1,0 +1,118 @@
+#pragma once
+
+// data_message: an immutable, reference-counted (topic, value) pair.
+//
+// One message object is shared by every handler that receives it: a subscriber, a hub, a
+// peer and a WebSocket client all hold the same object. Its wire encodings are computed
+// lazily, at most once each, by whichever thread asks first (usually an I/O thread, never
+// the core), and then shared: the binary form for peers, the JSON data-message frame for
+// WebSocket clients. A message that arrived from a peer is built with its received bytes,
+// so relaying it re-encodes nothing.
+
+#include "broker/data.hh"
+#include "broker/topic.hh"
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace broker {
+
+/// The shared state behind a data_message. Immutable after construction except for the
+/// lazily filled encoding caches, which are guarded by once-flags.
+class message_impl {
+public:
+  message_impl(std::string topic, data value) noexcept
+    : topic_(std::move(topic)), value_(std::move(value)) {}
+
+  /// Builds a message whose binary encoding is already known (received from a peer).
+  message_impl(std::string topic, data value, std::string binary);
+
+  message_impl(const message_impl&) = delete;
+  message_impl& operator=(const message_impl&) = delete;
+
+  const std::string& topic() const noexcept { return topic_; }
+  const data& value() const noexcept { return value_; }
+
+  /// The value's binary encoding (binary-data.md), computed on first use. Empty if the
+  /// value cannot be encoded (see bin::encode).
+  const std::string& binary() const;
+
+  /// The complete JSON data-message frame (websocket-v1.md §5.1), computed on first use.
+  const std::string& json() const;
+
+  void ref() const noexcept { rc_.fetch_add(1, std::memory_order_relaxed); }
+  void deref() const noexcept {
+    if (rc_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete this;
+  }
+
+private:
+  mutable std::atomic<size_t> rc_{1};
+  std::string topic_;
+  data value_;
+  mutable std::once_flag binary_once_;
+  mutable std::once_flag json_once_;
+  mutable std::string binary_;
+  mutable std::string json_;
+};
+
+/// A handle to a shared, immutable message. Copying is one atomic increment.
+class data_message {
+public:
+  /// A null message (what a closed subscriber hands out).
+  data_message() noexcept = default;
+
+  data_message(broker::topic t, data value)
+    : ptr_(new message_impl(std::move(t).string(), std::move(value))) {}
+
+  /// Adopts a freshly created impl (reference count 1).
+  explicit data_message(message_impl* adopted) noexcept : ptr_(adopted) {}
+
+  data_message(const data_message& other) noexcept : ptr_(other.ptr_) {
+    if (ptr_)
+      ptr_->ref();
+  }
+  data_message(data_message&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
+  data_message& operator=(data_message other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    return *this;
+  }
+  ~data_message() {
+    if (ptr_)
+      ptr_->deref();
+  }
+
+  explicit operator bool() const noexcept { return ptr_ != nullptr; }
+
+  /// Pre: the message is not null.
+  const std::string& topic() const noexcept { return ptr_->topic(); }
+  const data& value() const noexcept { return ptr_->value(); }
+  const message_impl& impl() const noexcept { return *ptr_; }
+
+  /// True if both handles refer to the same shared object.
+  bool same_object(const data_message& other) const noexcept { return ptr_ == other.ptr_; }
+
+private:
+  message_impl* ptr_ = nullptr;
+};
+
+/// Builds a message (Broker's spelling).
+inline data_message make_data_message(topic t, data value) {
+  return data_message{std::move(t), std::move(value)};
+}
+
+inline const std::string& get_topic(const data_message& x) noexcept {
+  return x.topic();
+}
+
+inline const data& get_data(const data_message& x) noexcept {
+  return x.value();
+}
+
+/// "topic: value", for logs and debugging.
+std::string to_string(const data_message& x);
+
+} // namespace broker

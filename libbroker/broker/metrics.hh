@@ -1,0 +1,67 @@
+#pragma once
+
+// Counters the endpoint keeps about its handlers: how many exist, how many messages they
+// hold, and every message dropped or handler disconnected by an overflow policy. Nothing
+// is dropped without being counted here (DESIGN §4, "no silent loss").
+
+#include "broker/overflow_policy.hh"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace broker {
+
+/// The kinds of output handler in the core's index.
+enum class handler_kind : uint8_t {
+  subscriber,
+  hub,
+  peer,
+  web_socket,
+  store_master,
+  store_clone,
+};
+
+inline constexpr size_t num_handler_kinds = 6;
+inline constexpr size_t num_overflow_policies = 4;
+
+/// "subscriber", "hub", "peer", "web_socket", "store_master", "store_clone".
+std::string_view to_string(handler_kind x) noexcept;
+
+/// A snapshot of one handler kind's counters.
+struct handler_kind_metrics {
+  /// Handlers of this kind currently attached.
+  uint64_t handlers = 0;
+  /// Messages currently waiting in their queues (approximate while traffic flows).
+  uint64_t buffered = 0;
+  /// Messages delivered into their queues since start.
+  uint64_t delivered = 0;
+  /// Messages dropped, indexed by the policy that dropped them
+  /// (static_cast<size_t>(overflow_policy::drop_oldest) etc.).
+  std::array<uint64_t, num_overflow_policies> dropped{};
+  /// Handlers closed because they overflowed under policy `disconnect`.
+  uint64_t disconnects = 0;
+};
+
+/// A snapshot of the endpoint's counters.
+struct endpoint_metrics {
+  std::array<handler_kind_metrics, num_handler_kinds> kinds{};
+  /// Data messages the core has routed (one per message, however many receivers).
+  uint64_t processed = 0;
+  /// Messages nobody subscribed to.
+  uint64_t unrouted = 0;
+  /// Sources currently parked because a `block` sink was full.
+  uint64_t suspended_sources = 0;
+  /// Total number of times a source was parked.
+  uint64_t suspensions = 0;
+
+  const handler_kind_metrics& operator[](handler_kind k) const noexcept {
+    return kinds[static_cast<size_t>(k)];
+  }
+  uint64_t dropped(handler_kind k, overflow_policy p) const noexcept {
+    return kinds[static_cast<size_t>(k)].dropped[static_cast<size_t>(p)];
+  }
+};
+
+} // namespace broker
