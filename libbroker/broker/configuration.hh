@@ -1,0 +1,225 @@
+#pragma once
+
+// The one options table (DESIGN §9) and the configuration value built on it.
+//
+// Every option is one row of a table (configuration::options()): key, type, default,
+// validation, help text, optional short flag and environment variable. The key is at the same
+// time the config-file key (`broker.ttl = 16`, or `broker { ttl = 16 }`) and the long flag
+// (`--broker.ttl=16`). Parsing, validation, --help and the docs all read that one table.
+//
+// Ownership: a configuration is a plain, copyable value with no shared state. The program
+// fills it before starting an endpoint; the endpoint copies what it needs at start-up.
+//
+// Flow in a program:
+//   1. `broker::configuration cfg;` holds every default.
+//   2. `cfg.load(argc, argv, &rest)` reads, in this order, the file named by
+//      `--config-file=PATH` (if any), the BROKER_* environment variables, the command line.
+//      Later sources override earlier ones: defaults < file < environment < command line.
+//   3. `if (cfg.help_requested())` print `cfg.help_text()` and exit.
+// Each loading call either applies all of its input or, on error, changes nothing.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "broker/error.hh"
+#include "broker/overflow_policy.hh"
+
+namespace broker {
+
+/// How an option's text is parsed and validated.
+enum class option_type : uint8_t {
+  boolean,     ///< `true` or `false`; a bare `--flag` means true.
+  count,       ///< A decimal unsigned integer in [min, max].
+  port,        ///< A TCP port 0-65535, written `9997` or `9997/tcp`; 0 means "off".
+  string,      ///< Any text, stored verbatim.
+  string_list, ///< `["/a", "/b"]` or `/a,/b`.
+  choice,      ///< One of `choices`; `-` and `_` are interchangeable.
+};
+
+/// "bool", "count", "port", "string", "list" or "choice".
+std::string_view to_string(option_type x) noexcept;
+
+/// One row of the options table.
+struct option_info {
+  std::string key;                  ///< Canonical hyphenated key, e.g. "broker.ttl".
+  option_type type = option_type::string;
+  std::string default_value;        ///< The default, as text parsed like user input.
+  std::string help;                 ///< One line for --help and the docs.
+  std::string env;                  ///< Environment variable that sets it, or empty.
+  char short_flag = 0;              ///< E.g. 'p' for `-p 9999`, or 0 for none.
+  uint64_t min = 0;                 ///< Inclusive bounds of a count.
+  uint64_t max = UINT64_MAX;        ///< Inclusive bounds of a count.
+  std::vector<std::string> choices; ///< Allowed names of a choice.
+};
+
+/// A stored value: bool (boolean), uint64_t (count, port), std::string (string, choice) or a
+/// list of strings (string_list).
+using option_value = std::variant<bool, uint64_t, std::string, std::vector<std::string>>;
+
+/// Reads an environment variable: returns nullptr when it is not set.
+using getenv_function = std::function<const char*(const char*)>;
+
+/// Every option of a Broker endpoint, validated against the options table.
+class configuration {
+public:
+  /// Every option at its default.
+  configuration();
+
+  // -- the table ------------------------------------------------------------------------------
+
+  /// The library's options table, in help order: for docs, metrics and tools.
+  static const std::vector<option_info>& options();
+
+  /// Options a program added with add_option(), in the order they were added.
+  const std::vector<option_info>& program_options() const noexcept { return program_options_; }
+
+  /// Adds a program-specific option (e.g. broker-node's topics) so that files, environment,
+  /// command line and --help handle it like a library option. Errors (invalid_config): an
+  /// empty or malformed key, a key or flag or variable already in use, `-h`, a choice without
+  /// choices, min > max, or a default that does not pass the option's own validation.
+  error add_option(option_info info);
+
+  // -- generic access by key ------------------------------------------------------------------
+
+  /// Parses `value` as the option's type and validates it. Errors (invalid_config):
+  /// `unknown option "broker.foo"` or `broker.ttl: expected ..., got "abc"`. On error the
+  /// option keeps its previous value.
+  error set(std::string_view key, std::string_view value);
+
+  /// Sets a boolean option. Errors: unknown key, or the option is not a boolean.
+  error set_bool(std::string_view key, bool value);
+
+  /// Sets a count or port option within its bounds. Errors: unknown key, wrong type, range.
+  error set_count(std::string_view key, uint64_t value);
+
+  /// Sets a list option. Errors: unknown key, or the option is not a list.
+  error set_list(std::string_view key, std::vector<std::string> value);
+
+  /// The value of a boolean option; nullopt for an unknown key or another type.
+  std::optional<bool> get_bool(std::string_view key) const;
+
+  /// The value of a count or port option; nullopt for an unknown key or another type.
+  std::optional<uint64_t> get_count(std::string_view key) const;
+
+  /// The value of a string or choice option; nullopt for an unknown key or another type.
+  std::optional<std::string> get_string(std::string_view key) const;
+
+  /// The value of a list option; nullopt for an unknown key or another type.
+  std::optional<std::vector<std::string>> get_list(std::string_view key) const;
+
+  // -- sources --------------------------------------------------------------------------------
+
+  /// Reads a config file (syntax in doc/configuration.md). Errors: cannot_open_file if it
+  /// cannot be read; invalid_config naming "path:line:column" for a syntax error, an unknown
+  /// key or an invalid value. Changes nothing on error.
+  error load_file(const std::string& path);
+
+  /// Like load_file() for text already in memory; `origin` stands for the path in errors.
+  error load_string(std::string_view text, std::string_view origin = "<string>");
+
+  /// Reads the environment variables of the table (BROKER_PORT, BROKER_WEB_SOCKET_PORT,
+  /// BROKER_METRICS_PORT). A variable that is set, even to "", must hold a valid value; the
+  /// error names the variable. Changes nothing on error.
+  error load_env();
+
+  /// Like load_env() with `getenv` in place of the process environment (for tests).
+  error load_env(const getenv_function& getenv);
+
+  /// Parses command-line arguments; argv[0] is the program name and is skipped. Accepts
+  /// `--key=value`, `--key value`, `--flag` (bool), `--flag=true|false`, `-p 9999`, `-p9999`,
+  /// and keys without their "broker." prefix (`--ttl=4`). `-h`, `-?` and `--help` set
+  /// help_requested(); `--config-file=PATH` sets config_file() without reading the file. Other
+  /// arguments, and all after `--`, replace the contents of `remainder`; with a null
+  /// `remainder` they are an error. Errors name the argument or key. Changes no option on error.
+  error parse_args(int argc, const char* const* argv,
+                   std::vector<std::string>* remainder = nullptr);
+
+  /// The usual start-up: load_file(path of `--config-file`, if given), then load_env(), then
+  /// parse_args(). Changes no option on error.
+  error load(int argc, const char* const* argv, std::vector<std::string>* remainder = nullptr);
+
+  /// True if the last parse_args() saw -h, -? or --help (also when it returned an error).
+  bool help_requested() const noexcept { return help_requested_; }
+
+  /// The path given with `--config-file` to the last parse_args(), or empty.
+  const std::string& config_file() const noexcept { return config_file_; }
+
+  /// The table rendered for --help: grouped by section; flag, type, default, range, variable
+  /// and description of every option, including program options.
+  std::string help_text() const;
+
+  // -- typed access to the library's options --------------------------------------------------
+
+  /// broker.peer-buffer-size: messages queued per peer before its overflow policy applies.
+  size_t peer_buffer_size() const;
+  /// broker.peer-overflow-policy: never `block`.
+  overflow_policy peer_overflow_policy() const;
+  /// broker.web-socket-buffer-size: messages queued per WebSocket client.
+  size_t web_socket_buffer_size() const;
+  /// broker.web-socket-overflow-policy: never `block`.
+  overflow_policy web_socket_overflow_policy() const;
+  /// broker.subscriber-buffer-size: messages queued per local subscriber or hub.
+  size_t subscriber_buffer_size() const;
+  /// broker.subscriber-overflow-policy: any policy.
+  overflow_policy subscriber_overflow_policy() const;
+  /// broker.publisher-buffer-size: messages a publisher may have in flight.
+  size_t publisher_buffer_size() const;
+  /// broker.disable-forwarding: true if messages from one peer are not relayed to others.
+  bool disable_forwarding() const;
+  /// broker.ttl: hop limit of forwarded messages, 1-65535.
+  uint16_t ttl() const;
+  /// broker.disable-ssl: true for plain TCP peerings and ws:// WebSocket.
+  bool disable_ssl() const;
+  /// broker.ssl.certificate: path of this node's PEM certificate, or empty.
+  const std::string& ssl_certificate() const;
+  /// broker.ssl.key: path of the private key, or empty.
+  const std::string& ssl_key() const;
+  /// broker.ssl.passphrase: passphrase of the private key, or empty.
+  const std::string& ssl_passphrase() const;
+  /// broker.ssl.cafile: file of trusted CA certificates, or empty.
+  const std::string& ssl_cafile() const;
+  /// broker.ssl.capath: directory of trusted CA certificates, or empty.
+  const std::string& ssl_capath() const;
+  /// broker.port: peering port to listen on; 0 means do not listen.
+  uint16_t port() const;
+  /// broker.web-socket.address: bind address of the WebSocket server; empty means any.
+  const std::string& web_socket_address() const;
+  /// broker.web-socket.port: WebSocket port; 0 means no WebSocket server.
+  uint16_t web_socket_port() const;
+  /// broker.metrics.address: bind address of the metrics endpoint; empty means any.
+  const std::string& metrics_address() const;
+  /// broker.metrics.port: Prometheus port; 0 means no metrics endpoint.
+  uint16_t metrics_port() const;
+  /// broker.scheduler.max-threads: CAF worker threads.
+  size_t scheduler_max_threads() const;
+  /// broker.io-threads: threads running the Asio io_context.
+  size_t io_threads() const;
+  /// broker.topic-cache-size: result-cache entries of the topic index; 0 disables the cache.
+  size_t topic_cache_size() const;
+  /// broker.max-nesting-depth: deepest container nesting a decoder accepts.
+  size_t max_nesting_depth() const;
+  /// broker.log-level: "error", "warning", "info" or "debug".
+  const std::string& log_level() const;
+
+  /// Equal if both have the same program options and the same values.
+  friend bool operator==(const configuration& x, const configuration& y);
+  friend bool operator!=(const configuration& x, const configuration& y) { return !(x == y); }
+
+private:
+  /// The position of `key` in options() followed by program_options(), or npos.
+  size_t index_of(std::string_view key) const noexcept;
+  const option_info& info_at(size_t index) const noexcept;
+  error assign(size_t index, option_value value);
+
+  std::vector<option_info> program_options_;
+  std::vector<option_value> values_; ///< One per option: options(), then program_options_.
+  std::string config_file_;
+  bool help_requested_ = false;
+};
+
+} // namespace broker
