@@ -229,7 +229,7 @@ std::vector<option_info> make_options_table() {
                    "messages queued per local subscriber or hub"));
   add(bo::subscriber_overflow_policy,
       choice_option("broker.subscriber-overflow-policy", "block", all_policies(),
-                    "what happens to a message for a full subscriber (block parks its source)"));
+                    "what happens to a message for a full subscriber; block parks its source"));
   add(bo::publisher_buffer_size,
       count_option("broker.publisher-buffer-size", 1024, 1, max_queue_entries,
                    "messages a local publisher may have in flight before publishing blocks"));
@@ -242,12 +242,12 @@ std::vector<option_info> make_options_table() {
       bool_option("broker.disable-ssl", false,
                   "use plain TCP for peerings and ws:// instead of TLS and wss://"));
   add(bo::port, port_option("broker.port", "BROKER_PORT", 'p',
-                            "TCP port that accepts peerings (0: do not listen)"));
+                            "TCP port that accepts peerings; 0: do not listen"));
   add(bo::io_threads, count_option("broker.io-threads", 1, 1, max_threads,
-                                   "threads running the sockets (Asio io_context)"));
+                                   "threads running the sockets in Asio's io_context"));
   add(bo::topic_cache_size,
       count_option("broker.topic-cache-size", 1024, 0, max_queue_entries,
-                   "result-cache entries of the topic index (0: no cache)"));
+                   "result-cache entries of the topic index; 0 disables the cache"));
   add(bo::max_nesting_depth,
       count_option("broker.max-nesting-depth", 128, min_nesting_depth, max_nesting_depth,
                    "deepest container nesting accepted when decoding data"));
@@ -265,17 +265,17 @@ std::vector<option_info> make_options_table() {
       string_option("broker.ssl.capath", "OpenSSL-style directory of trusted CA certificates"));
   add(bo::web_socket_address,
       string_option("broker.web-socket.address",
-                    "address the WebSocket server binds to (empty: all interfaces)"));
+                    "address the WebSocket server binds to; empty: all interfaces"));
   add(bo::web_socket_port, port_option("broker.web-socket.port", "BROKER_WEB_SOCKET_PORT", 0,
-                                       "TCP port of the WebSocket server (0: off)"));
+                                       "TCP port of the WebSocket server; 0: off"));
   add(bo::metrics_address,
       string_option("broker.metrics.address",
-                    "address the Prometheus endpoint binds to (empty: all interfaces)"));
+                    "address the Prometheus endpoint binds to; empty: all interfaces"));
   add(bo::metrics_port, port_option("broker.metrics.port", "BROKER_METRICS_PORT", 0,
-                                    "TCP port of the Prometheus /metrics endpoint (0: off)"));
+                                    "TCP port of the Prometheus /metrics endpoint; 0: off"));
   add(bo::scheduler_max_threads,
       count_option("broker.scheduler.max-threads", 2, 1, max_threads,
-                   "worker threads of the CAF scheduler (core and store actors)"));
+                   "worker threads of the CAF scheduler, which runs the core and store actors"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
   return table;
 }
