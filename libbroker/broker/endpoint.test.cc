@@ -197,9 +197,11 @@ TEST_CASE("encodings are computed once per message however many receive it",
   auto before = internal::bin::encode_calls();
   const std::string* first_binary = nullptr;
   const std::string* first_json = nullptr;
+  std::vector<data_message> received; // Keeps the shared object alive.
   for (auto& s : subs) {
     auto msg = s.get(5s);
     REQUIRE(msg);
+    received.push_back(*msg);
     auto& bytes = msg->impl().binary();
     auto& json = msg->impl().json();
     if (first_binary == nullptr) {

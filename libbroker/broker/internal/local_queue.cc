@@ -72,7 +72,8 @@ push_result local_queue::push(std::vector<data_message>& xs) {
       }
       items_.insert(items_.end(), std::make_move_iterator(first),
                     std::make_move_iterator(xs.end()));
-      result.accepted = incoming;
+      // Every offered message entered the queue; the evicted ones count as dropped.
+      result.accepted = xs.size();
       break;
     }
     case overflow_policy::disconnect: {
