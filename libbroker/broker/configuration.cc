@@ -190,7 +190,9 @@ error configuration::add_option(option_info info) {
   };
   if (!internal::is_valid_key(info.key))
     return fail("invalid key");
-  if (index_of(info.key) != npos || info.key == "help" || info.key == "config-file")
+  // `--ttl` means broker.ttl on the command line, so a program's `ttl` would be ambiguous.
+  if (index_of(info.key) != npos || index_of(std::string{implicit_prefix} + info.key) != npos
+      || info.key == "help" || info.key == "config-file")
     return fail("the key is already in use");
   if (info.short_flag == 'h' || info.short_flag == '?')
     return fail("-h and -? are reserved for help");

@@ -80,8 +80,9 @@ public:
 
   /// Adds a program-specific option (e.g. broker-node's topics) so that files, environment,
   /// command line and --help handle it like a library option. Errors (invalid_config): an
-  /// empty or malformed key, a key or flag or variable already in use, `-h`, a choice without
-  /// choices, min > max, or a default that does not pass the option's own validation.
+  /// empty or malformed key, a key or flag or variable already in use (also `ttl`, which
+  /// `--ttl` already names), `-h`, a choice without choices, min > max, or a default that
+  /// does not pass the option's own validation.
   error add_option(option_info info);
 
   // -- generic access by key ------------------------------------------------------------------

@@ -482,6 +482,7 @@ TEST_CASE("add_option rejects clashing or invalid specifications", "[config]") {
   CHECK(cfg.add_option(with([](option_info& x) { x.key = "a..b"; })) == ec::invalid_config);
   CHECK(cfg.add_option(with([](option_info& x) { x.key = ""; })) == ec::invalid_config);
   CHECK(cfg.add_option(with([](option_info& x) { x.key = "help"; })) == ec::invalid_config);
+  CHECK(cfg.add_option(with([](option_info& x) { x.key = "ttl"; })) == ec::invalid_config);
   CHECK(cfg.add_option(with([](option_info& x) { x.short_flag = 'p'; })) == ec::invalid_config);
   CHECK(cfg.add_option(with([](option_info& x) { x.short_flag = 'h'; })) == ec::invalid_config);
   CHECK(cfg.add_option(with([](option_info& x) { x.env = "BROKER_PORT"; }))
