@@ -12,10 +12,12 @@
 //
 // Flow in a program:
 //   1. `broker::configuration cfg;` holds every default.
-//   2. `cfg.load(argc, argv, &rest)` reads, in this order, the file named by
+//   2. `auto err = cfg.load(argc, argv, &rest);` reads, in this order, the file named by
 //      `--config-file=PATH` (if any), the BROKER_* environment variables, the command line.
 //      Later sources override earlier ones: defaults < file < environment < command line.
-//   3. `if (cfg.help_requested())` print `cfg.help_text()` and exit.
+//   3. `if (cfg.help_requested())` print `cfg.help_text()` and exit. Checked before `err`,
+//      so that `--help --typo` still shows the help.
+//   4. `if (err)` print `err.message()` and exit.
 // Each loading call either applies all of its input or, on error, changes nothing.
 
 #include <cstdint>
