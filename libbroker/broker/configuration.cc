@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <cstdio>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -26,6 +26,10 @@ constexpr size_t npos = static_cast<size_t>(-1);
 // Keys may be given without this prefix on the command line (`--ttl=4`), as CAF's "?broker"
 // option group allowed for Zeek Broker.
 constexpr std::string_view implicit_prefix = "broker.";
+
+// Real config files are a few kilobytes; the cap keeps `--config-file=/dev/zero` from
+// eating memory forever.
+constexpr size_t max_config_file_size = size_t{4} << 20;
 
 // -- did-you-mean -----------------------------------------------------------------------------
 
@@ -320,13 +324,28 @@ std::optional<std::vector<std::string>> configuration::get_list(std::string_view
 // -- sources ----------------------------------------------------------------------------------
 
 error configuration::load_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return error{ec::cannot_open_file, "cannot open config file " + quote_for_message(path)
-                                         + ": " + std::strerror(errno)};
-  std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-  if (in.bad())
-    return error{ec::cannot_open_file, "cannot read config file " + quote_for_message(path)};
+  // C stdio rather than ifstream: libstdc++'s filebuf throws when a read fails (e.g. when
+  // the path is a directory), and this function reports errors as values.
+  auto fail = [&path](const char* what) {
+    return error{ec::cannot_open_file, std::string{what} + " config file "
+                                         + quote_for_message(path) + ": " + std::strerror(errno)};
+  };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{std::fopen(path.c_str(), "rb"),
+                                                        &std::fclose};
+  if (!file)
+    return fail("cannot open");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) {
+    text.append(buf, n);
+    if (text.size() > max_config_file_size)
+      return error{ec::invalid_config, "config file " + quote_for_message(path)
+                                         + " is larger than "
+                                         + std::to_string(max_config_file_size) + " bytes"};
+  }
+  if (std::ferror(file.get()))
+    return fail("cannot read");
   return load_string(text, path);
 }
 

@@ -627,6 +627,9 @@ TEST_CASE("load_file reads a file and reports a missing one", "[config]") {
   auto err = cfg.load_file("/nonexistent/broker.conf");
   CHECK(err == ec::cannot_open_file);
   CHECK(contains(err.message(), "/nonexistent/broker.conf"));
+  CHECK(cfg.load_file("/tmp").message() == R"(cannot read config file "/tmp": Is a directory)");
+  CHECK(cfg.load_file("/dev/zero").message()
+        == R"(config file "/dev/zero" is larger than 4194304 bytes)");
   temp_file bad{"broker.ttl = 0\n"};
   CHECK(cfg.load_file(bad.path).message()
         == bad.path + ":1:1: broker.ttl: expected an integer between 1 and 65535, got \"0\"");
