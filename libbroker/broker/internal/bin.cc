@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -61,7 +62,18 @@ bool nan_with_other_real(const Container& xs) {
     return prev.get_type() == data::type::real;
 }
 
-// -- size estimation --------------------------------------------------------------------------
+// Writes varbyte(n) to `out`, which must have room for 5 bytes; returns the bytes written.
+size_t put_varbyte(uint32_t n, char* out) noexcept {
+  size_t len = 0;
+  while (n > varbyte_payload_mask) {
+    out[len++] = static_cast<char>((n & varbyte_payload_mask) | varbyte_continuation);
+    n >>= varbyte_group_bits;
+  }
+  out[len++] = static_cast<char>(n);
+  return len;
+}
+
+// -- size computation -------------------------------------------------------------------------
 
 size_t varbyte_size(uint64_t n) noexcept {
   size_t result = 1;
@@ -126,19 +138,6 @@ size_t encoded_size_impl(const data& x) noexcept {
 
 // -- encoder ----------------------------------------------------------------------------------
 
-template <class T>
-void write_big_endian(T value, std::string& out) {
-  static_assert(std::is_unsigned_v<T>);
-  char buf[sizeof(T)];
-  for (size_t i = 0; i < sizeof(T); ++i)
-    buf[i] = static_cast<char>(value >> (bits_per_byte * (sizeof(T) - 1 - i)));
-  out.append(buf, sizeof(T));
-}
-
-void write_signed(int64_t value, std::string& out) {
-  write_big_endian(static_cast<uint64_t>(value), out);
-}
-
 uint64_t real_to_bits(real x) noexcept {
   if (std::isnan(x))
     return broker_nan;
@@ -161,120 +160,153 @@ real bits_to_real(uint64_t bits) noexcept {
   return result;
 }
 
-error too_long(std::string_view what, size_t n) {
-  return error{ec::serialization_failed, std::string{what} + " of " + std::to_string(n)
-                                           + " exceeds the 32-bit length limit"};
-}
+// Writes into a buffer that encode_impl() sized exactly with encoded_size_impl(), so every
+// write is a plain store without capacity checks. Like the decoder, it records the first error
+// and unwinds with bools to keep error objects off the happy path.
+class encoder {
+public:
+  explicit encoder(char* pos) noexcept : pos_(pos) {}
 
-error write_length(std::string_view what, size_t n, std::string& out) {
-  if (n > max_length)
-    return too_long(what, n);
-  write_varbyte(static_cast<uint32_t>(n), out);
-  return {};
-}
+  bool value(const data& x);
 
-error encode_value(const data& x, std::string& out);
+  char* pos() const noexcept { return pos_; }
+
+  error take_error() { return std::move(err_); }
+
+private:
+  void byte(uint8_t x) noexcept { *pos_++ = static_cast<char>(x); }
+
+  template <class T>
+  void big_endian(T x) noexcept {
+    static_assert(std::is_unsigned_v<T>);
+    for (size_t i = 0; i < sizeof(T); ++i)
+      byte(static_cast<uint8_t>(x >> (bits_per_byte * (sizeof(T) - 1 - i))));
+  }
+
+  void raw(const void* src, size_t n) noexcept {
+    std::memcpy(pos_, src, n);
+    pos_ += n;
+  }
+
+  bool length(std::string_view what, size_t n) {
+    if (n > max_length) {
+      err_ = error{ec::serialization_failed, std::string{what} + " of " + std::to_string(n)
+                                               + " exceeds the 32-bit length limit"};
+      return false;
+    }
+    pos_ += put_varbyte(static_cast<uint32_t>(n), pos_);
+    return true;
+  }
+
+  bool bytes(std::string_view what, const std::string& str) {
+    if (!length(what, str.size()))
+      return false;
+    raw(str.data(), str.size());
+    return true;
+  }
+
+  template <class Container>
+  bool sorted(std::string_view what, const Container& xs);
+
+  char* pos_;
+  error err_;
+};
 
 template <class Container>
-error encode_sorted(std::string_view what, const Container& xs, std::string& out) {
-  if (nan_with_other_real(xs))
-    return error{ec::serialization_failed,
+bool encoder::sorted(std::string_view what, const Container& xs) {
+  if (nan_with_other_real(xs)) {
+    err_ = error{ec::serialization_failed,
                  std::string{what} + " holds NaN together with another real"};
-  if (auto err = write_length(what, xs.size(), out))
-    return err;
+    return false;
+  }
+  if (!length(what, xs.size()))
+    return false;
   for (const auto& elem : xs) {
     if constexpr (std::is_same_v<Container, table>) {
-      if (auto err = encode_value(elem.first, out))
-        return err;
-      if (auto err = encode_value(elem.second, out))
-        return err;
+      if (!value(elem.first) || !value(elem.second))
+        return false;
     } else {
-      if (auto err = encode_value(elem, out))
-        return err;
+      if (!value(elem))
+        return false;
     }
   }
-  return {};
+  return true;
 }
 
-error encode_value(const data& x, std::string& out) {
+bool encoder::value(const data& x) {
   auto type = x.get_type();
-  out += static_cast<char>(type);
+  byte(static_cast<uint8_t>(type));
   switch (type) {
     case data::type::none:
-      return {};
+      return true;
     case data::type::boolean:
-      out += static_cast<char>(as<boolean>(x) ? 1 : 0);
-      return {};
+      byte(as<boolean>(x) ? 1 : 0);
+      return true;
     case data::type::count:
-      write_big_endian(as<count>(x), out);
-      return {};
+      big_endian(as<count>(x));
+      return true;
     case data::type::integer:
-      write_signed(as<integer>(x), out);
-      return {};
+      big_endian(static_cast<uint64_t>(as<integer>(x)));
+      return true;
     case data::type::real:
-      write_big_endian(real_to_bits(as<real>(x)), out);
-      return {};
-    case data::type::string: {
-      const auto& str = as<std::string>(x);
-      if (auto err = write_length("string", str.size(), out))
-        return err;
-      out += str;
-      return {};
-    }
-    case data::type::address: {
-      const auto& bytes = as<address>(x).bytes();
-      out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-      return {};
-    }
+      big_endian(real_to_bits(as<real>(x)));
+      return true;
+    case data::type::string:
+      return bytes("string", as<std::string>(x));
+    case data::type::address:
+      raw(as<address>(x).bytes().data(), address_size);
+      return true;
     case data::type::subnet: {
       const auto& sn = as<subnet>(x);
-      const auto& bytes = sn.network().bytes();
-      out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-      out += static_cast<char>(sn.raw_length());
-      return {};
+      raw(sn.network().bytes().data(), address_size);
+      byte(sn.raw_length());
+      return true;
     }
     case data::type::port: {
       auto p = as<port>(x);
-      write_big_endian(p.number(), out);
-      out += static_cast<char>(p.type());
-      return {};
+      big_endian(p.number());
+      byte(static_cast<uint8_t>(p.type()));
+      return true;
     }
     case data::type::timestamp:
-      write_signed(as<timestamp>(x).time_since_epoch().count(), out);
-      return {};
+      big_endian(static_cast<uint64_t>(as<timestamp>(x).time_since_epoch().count()));
+      return true;
     case data::type::timespan:
-      write_signed(as<timespan>(x).count(), out);
-      return {};
-    case data::type::enum_value: {
-      const auto& name = as<enum_value>(x).name;
-      if (auto err = write_length("enum value", name.size(), out))
-        return err;
-      out += name;
-      return {};
-    }
+      big_endian(static_cast<uint64_t>(as<timespan>(x).count()));
+      return true;
+    case data::type::enum_value:
+      return bytes("enum value", as<enum_value>(x).name);
     case data::type::set:
-      return encode_sorted("set", as<set>(x), out);
+      return sorted("set", as<set>(x));
     case data::type::table:
-      return encode_sorted("table", as<table>(x), out);
+      return sorted("table", as<table>(x));
     case data::type::vector: {
       const auto& xs = as<vector>(x);
-      if (auto err = write_length("vector", xs.size(), out))
-        return err;
+      if (!length("vector", xs.size()))
+        return false;
       for (const auto& elem : xs)
-        if (auto err = encode_value(elem, out))
-          return err;
-      return {};
+        if (!value(elem))
+          return false;
+      return true;
     }
   }
-  return {};
+  return true;
 }
 
 error encode_impl(const data& x, std::string& out) {
-  auto needed = out.size() + encoded_size_impl(x);
+  auto old_size = out.size();
+  auto needed = old_size + encoded_size_impl(x);
   // Grow geometrically so that appending many values to one buffer stays linear.
   if (needed > out.capacity())
     out.reserve(std::max(needed, 2 * out.capacity()));
-  return encode_value(x, out);
+  out.resize(needed);
+  encoder enc{out.data() + old_size};
+  if (!enc.value(x)) {
+    out.resize(static_cast<size_t>(enc.pos() - out.data()));
+    return enc.take_error();
+  }
+  assert(enc.pos() == out.data() + out.size());
+  return {};
 }
 
 // -- decoder ----------------------------------------------------------------------------------
@@ -340,7 +372,7 @@ private:
     return result;
   }
 
-  bool length(std::string_view what, uint32_t& result);
+  bool length(std::string_view what, std::string_view field, uint32_t& result);
   bool bytes(data::type type, std::string& out);
   bool address_body(address& out);
   bool enter(size_t depth, uint32_t& count, std::string_view what);
@@ -354,29 +386,31 @@ private:
   error err_;
 };
 
-bool decoder::length(std::string_view what, uint32_t& result) {
+// `what` and `field` name the length in error messages ("string" "length", "set" "count");
+// they stay views so that the happy path builds no strings.
+bool decoder::length(std::string_view what, std::string_view field, uint32_t& result) {
   auto start = pos_;
-  switch (read_varbyte_impl(in_, pos_, result)) {
-    case varbyte_status::ok:
-      return true;
+  auto status = read_varbyte_impl(in_, pos_, result);
+  if (status == varbyte_status::ok)
+    return true;
+  auto name = std::string{what} + ' ' + std::string{field};
+  switch (status) {
     case varbyte_status::truncated:
-      return fail("truncated " + std::string{what}, start);
+      return fail("truncated " + name, start);
     case varbyte_status::too_long:
-      return fail(std::string{what} + " varbyte longer than 5 bytes", start);
-    case varbyte_status::too_large:
-      return fail(std::string{what} + " varbyte exceeds 2^32-1", start);
+      return fail(name + " varbyte longer than 5 bytes", start);
+    default:
+      return fail(name + " varbyte exceeds 2^32-1", start);
   }
-  return false;
 }
 
 bool decoder::bytes(data::type type, std::string& out) {
-  auto name = to_string(type);
   uint32_t len = 0;
-  if (!length(std::string{name} + " length", len))
+  if (!length(to_string(type), "length", len))
     return false;
   if (len > remaining())
-    return fail("truncated " + std::string{name} + " (length " + std::to_string(len) + ", "
-                  + std::to_string(remaining()) + " bytes left)",
+    return fail("truncated " + std::string{to_string(type)} + " (length " + std::to_string(len)
+                  + ", " + std::to_string(remaining()) + " bytes left)",
                 pos_);
   out.assign(in_.data() + pos_, len);
   pos_ += len;
@@ -395,7 +429,7 @@ bool decoder::address_body(address& out) {
 bool decoder::enter(size_t depth, uint32_t& count, std::string_view what) {
   if (depth > max_depth_)
     return fail("nesting deeper than " + std::to_string(max_depth_), pos_ - 1);
-  if (!length(std::string{what} + " count", count))
+  if (!length(what, "count", count))
     return false;
   if (count > remaining())
     return fail(std::string{what} + " count " + std::to_string(count) + " exceeds the "
@@ -550,13 +584,7 @@ bool decoder::value(data& out, size_t depth) {
 
 void write_varbyte(uint32_t n, std::string& out) {
   char buf[varbyte_max_bytes];
-  size_t len = 0;
-  while (n > varbyte_payload_mask) {
-    buf[len++] = static_cast<char>((n & varbyte_payload_mask) | varbyte_continuation);
-    n >>= varbyte_group_bits;
-  }
-  buf[len++] = static_cast<char>(n);
-  out.append(buf, len);
+  out.append(buf, put_varbyte(n, buf));
 }
 
 bool read_varbyte(std::string_view in, size_t& pos, uint32_t& result) noexcept {

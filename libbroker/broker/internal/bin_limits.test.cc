@@ -208,7 +208,7 @@ TEST_CASE("error messages render with the deserialization_failed code", "[bin]")
 
 // -- round trips and fuzzing -------------------------------------------------------------------
 
-TEST_CASE("random values survive an encode-decode round trip", "[bin]") {
+TEST_CASE("random values survive a bin encode-decode round trip", "[bin]") {
   value_generator gen{0xb10c};
   for (int n = 0; n < 3000; ++n) {
     auto value = gen.next(4);
@@ -224,7 +224,7 @@ TEST_CASE("random values survive an encode-decode round trip", "[bin]") {
   }
 }
 
-TEST_CASE("random bytes never crash the decoder", "[bin]") {
+TEST_CASE("random bytes never crash the bin decoder", "[bin]") {
   std::mt19937 rng{20240601};
   std::uniform_int_distribution<int> length{0, 64};
   std::uniform_int_distribution<int> byte{0, 255};
@@ -241,7 +241,7 @@ TEST_CASE("random bytes never crash the decoder", "[bin]") {
   CHECK(decoded > 0);
 }
 
-TEST_CASE("mutated valid encodings never crash the decoder", "[bin]") {
+TEST_CASE("mutated bin encodings never crash the decoder", "[bin]") {
   value_generator gen{7};
   auto& rng = gen.rng();
   std::vector<std::string> corpus;
