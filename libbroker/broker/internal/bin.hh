@@ -39,10 +39,14 @@ expected<std::string> encode(const data& x);
 size_t encoded_size(const data& x) noexcept;
 
 /// Decodes exactly one value that must fill `bytes` completely (a data-message payload).
+/// `max_depth` bounds container nesting: a top-level vector is level 1, so the default
+/// accepts 128 nested containers and rejects 129. Errors are ec::deserialization_failed with
+/// a message naming the problem and its byte offset, e.g. "truncated count at offset 1".
 expected<data> decode(std::string_view bytes, size_t max_depth = default_max_depth);
 
 /// Decodes one value starting at `pos` and advances `pos` past it; trailing bytes allowed.
 /// Used by the peering and store-command codecs, which embed values in larger frames.
+/// On failure `pos` is left unchanged.
 expected<data> decode_prefix(std::string_view bytes, size_t& pos,
                              size_t max_depth = default_max_depth);
 
