@@ -213,6 +213,12 @@ std::optional<timestamp> parse_timestamp(std::string_view text) {
   // Four-digit years keep the seconds far inside int64; only the nanoseconds can overflow.
   auto seconds = days_from_civil(year, month, day) * seconds_per_day
                  + hour * seconds_per_hour + minute * seconds_per_minute + second - offset;
+  // Before the epoch, borrow one second so the product stays in range down to INT64_MIN
+  // (whose whole seconds alone would overflow).
+  if (seconds < 0) {
+    seconds += 1;
+    fraction -= nanos_per_second;
+  }
   int64_t nanos = 0;
   if (__builtin_mul_overflow(seconds, nanos_per_second, &nanos)
       || __builtin_add_overflow(nanos, fraction, &nanos))

@@ -67,6 +67,10 @@ std::string encode_data_message(std::string_view topic, const data& x);
 /// UTF-8 subpart replaced by U+FFFD, so the output is always valid UTF-8.
 void append_string(std::string_view str, std::string& out);
 
+/// Appends `str` with each maximal invalid UTF-8 subpart (WHATWG/Unicode "maximal subpart"
+/// practice) replaced by U+FFFD.
+void append_valid_utf8(std::string_view str, std::string& out);
+
 /// Appends a real per §6.1 (ours): shortest round-trip text with ".0" added when it has no
 /// '.', 'e' or 'E'; non-finite values as `NaN`, `Infinity`, `-Infinity`.
 void append_real(double x, std::string& out);

@@ -34,6 +34,8 @@ constexpr uint8_t flag_escaped = 0x01;
 constexpr uint8_t flag_integral = 0x02;
 /// The number starts with '-'.
 constexpr uint8_t flag_negative = 0x04;
+/// The string contains raw bytes >= 0x80 (which need UTF-8 validation).
+constexpr uint8_t flag_non_ascii = 0x08;
 
 /// One entry of the tape. Children of a container follow it directly; members of an object
 /// are stored as key (a string token) followed by the value.
@@ -248,9 +250,10 @@ private:
     ++pos_; // opening quote
     auto begin = pos_;
     uint8_t flags = 0;
+    uint8_t high_bits = 0;
     for (;;) {
       while (!at_end() && in_[pos_] != '"' && in_[pos_] != '\\')
-        ++pos_;
+        high_bits |= static_cast<uint8_t>(in_[pos_++]);
       if (at_end()) {
         fail(pec::unexpected_eof, pos_);
         return false;
@@ -289,6 +292,8 @@ private:
           return false;
       }
     }
+    if (high_bits & 0x80)
+      flags |= flag_non_ascii;
     push_token(begin, pos_ - begin, token_kind::string, flags);
     ++pos_; // closing quote
     return true;
@@ -441,10 +446,19 @@ bool is_low_surrogate(uint32_t x) noexcept {
   return x >= 0xDC00 && x <= 0xDFFF;
 }
 
-/// Decodes the escapes of a validated string body. A `\uXXXX` surrogate pair becomes one
-/// code point; a lone surrogate becomes U+FFFD, so the result stays valid UTF-8 as far as
-/// the escapes are concerned (raw bytes are passed through untouched).
-void unescape(std::string_view raw, std::string& out) {
+/// Appends raw string bytes, replacing invalid UTF-8 if `validate`.
+void append_raw(std::string_view bytes, bool validate, std::string& out) {
+  if (validate)
+    append_valid_utf8(bytes, out);
+  else
+    out.append(bytes);
+}
+
+/// Decodes a string body validated by the tokenizer. A `\uXXXX` surrogate pair becomes one
+/// code point; a lone surrogate becomes U+FFFD. With `validate`, invalid UTF-8 in the raw
+/// bytes becomes U+FFFD as well, so every decoded string is valid UTF-8 and re-encodes
+/// unchanged. (A WebSocket text frame cannot carry invalid UTF-8 anyway.)
+void decode_string(std::string_view raw, bool validate, std::string& out) {
   out.clear();
   out.reserve(raw.size()); // every escape is at least as long as its decoded form
   size_t i = 0;
@@ -452,7 +466,7 @@ void unescape(std::string_view raw, std::string& out) {
     auto next = raw.find('\\', i);
     if (next == std::string_view::npos)
       next = raw.size();
-    out.append(raw.data() + i, next - i);
+    append_raw(raw.substr(i, next - i), validate, out);
     i = next;
     if (i == raw.size())
       break;
@@ -565,18 +579,19 @@ public:
   /// Decodes the string token at `index` into `out`.
   void string_at(uint32_t index, std::string& out) {
     auto& tok = tape_[index];
-    if (tok.flags & flag_escaped)
-      unescape(raw(tok), out);
-    else
+    if (tok.flags & (flag_escaped | flag_non_ascii)) {
+      decode_string(raw(tok), tok.flags & flag_non_ascii, out);
+    } else {
       out.assign(raw(tok));
+    }
   }
 
   /// True if the string token at `index` decodes to `str`.
   bool string_equals(uint32_t index, std::string_view str) {
     auto& tok = tape_[index];
-    if (!(tok.flags & flag_escaped))
+    if (!(tok.flags & (flag_escaped | flag_non_ascii)))
       return raw(tok) == str;
-    unescape(raw(tok), scratch_);
+    string_at(index, scratch_);
     return scratch_ == str;
   }
 

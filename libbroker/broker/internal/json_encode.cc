@@ -136,6 +136,28 @@ void encode_fields(const data& x, std::string& out) {
 
 } // namespace
 
+void append_valid_utf8(std::string_view str, std::string& out) {
+  size_t i = 0;
+  size_t run_start = 0; // bytes in [run_start, i) are copied verbatim
+  while (i < str.size()) {
+    if (static_cast<uint8_t>(str[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t char_len = 0;
+    auto n = valid_utf8_prefix(str.substr(i), char_len);
+    if (char_len != 0 && n == char_len) {
+      i += n;
+      continue;
+    }
+    out.append(str.data() + run_start, i - run_start);
+    out += replacement_character;
+    i += n > 0 ? n : 1;
+    run_start = i;
+  }
+  out.append(str.data() + run_start, i - run_start);
+}
+
 void append_string(std::string_view str, std::string& out) {
   out += '"';
   size_t i = 0;
@@ -150,7 +172,7 @@ void append_string(std::string_view str, std::string& out) {
     if (c >= 0x80) {
       size_t char_len = 0;
       auto n = valid_utf8_prefix(str.substr(i), char_len);
-      if (n == char_len) {
+      if (char_len != 0 && n == char_len) {
         i += n;
         continue;
       }
