@@ -1,23 +1,359 @@
-// Error rendering (§8) and the text grammars of timestamps (§6.7) and timespans (§6.8),
-// shared by the JSON decoder and its tests.
+// The text layer of the JSON decoder, below broker::data: stage 1 (the tokenizer), the
+// rendering of its errors (§8), and the text grammars of timestamps (§6.7) and timespans
+// (§6.8).
 
 #include "broker/internal/json.hh"
 
+#include <algorithm>
 #include <limits>
 
 namespace broker::internal::json {
 
 namespace {
 
+using namespace detail;
+
+// -- stage 1: tokenizer ---------------------------------------------------------------------
+
+/// Initial tape capacity per input byte (a typical message has one token per ~8 bytes).
+constexpr size_t bytes_per_token_estimate = 8;
+
+bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+bool is_hex_digit(char c) noexcept {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+bool is_whitespace(char c) noexcept {
+  // CR is allowed too [fix]: Broker's parser rejects CRLF-formatted JSON (§10.13).
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/// Validates the JSON syntax of the whole input and records its tokens (see json.hh).
+class tokenizer {
+public:
+  tokenizer(std::string_view input, size_t max_depth, std::vector<token>& tape)
+    : in_(input), max_depth_(max_depth), tape_(tape) {
+    tape_.clear();
+    tape_.reserve(input.size() / bytes_per_token_estimate + 1);
+  }
+
+  decode_result run() {
+    skip_whitespace();
+    for (;;) {
+      switch (read_value()) {
+        case step::failed:
+          return result_;
+        case step::opened:
+          continue; // read the first element or member value
+        case step::completed:
+          break;
+      }
+      // After a complete value: close containers and advance to the next value.
+      for (;;) {
+        skip_whitespace();
+        if (stack_.empty()) {
+          if (pos_ != in_.size())
+            fail(pec::trailing_character, pos_);
+          return result_;
+        }
+        auto& top = stack_.back();
+        ++top.count;
+        if (at_end()) {
+          fail(pec::unexpected_eof, pos_);
+          return result_;
+        }
+        auto c = in_[pos_];
+        if (c == ',') {
+          ++pos_;
+          skip_whitespace();
+          if (top.is_object && !read_key())
+            return result_;
+          break;
+        }
+        if (c == (top.is_object ? '}' : ']')) {
+          ++pos_;
+          close_container();
+          continue;
+        }
+        fail(pec::unexpected_character, pos_);
+        return result_;
+      }
+    }
+  }
+
+private:
+  enum class step { failed, opened, completed };
+
+  struct frame {
+    uint32_t index; ///< Tape index of the container's token.
+    uint32_t count; ///< Elements seen so far.
+    bool is_object;
+  };
+
+  bool at_end() const noexcept { return pos_ >= in_.size(); }
+
+  void skip_whitespace() noexcept {
+    while (!at_end() && is_whitespace(in_[pos_]))
+      ++pos_;
+  }
+
+  void fail(pec code, size_t offset) {
+    result_.status = decode_status::malformed_json;
+    result_.code = code;
+    // Positions are only needed on failure, so count lines lazily here.
+    auto prefix = in_.substr(0, offset);
+    result_.line = 1 + static_cast<size_t>(std::count(prefix.begin(), prefix.end(), '\n'));
+    auto last_newline = prefix.rfind('\n');
+    result_.column = last_newline == std::string_view::npos ? offset + 1
+                                                            : offset - last_newline;
+  }
+
+  /// Fails with unexpected_eof at the end or unexpected_character at the current byte.
+  void fail_here() { fail(at_end() ? pec::unexpected_eof : pec::unexpected_character, pos_); }
+
+  void push_token(size_t offset, size_t extent, token_kind kind, uint8_t flags = 0) {
+    tape_.push_back(token{static_cast<uint32_t>(offset), static_cast<uint32_t>(extent), 0,
+                          kind, flags});
+  }
+
+  void close_container() {
+    auto& top = stack_.back();
+    auto& tok = tape_[top.index];
+    tok.extent = static_cast<uint32_t>(tape_.size());
+    tok.count = top.count;
+    stack_.pop_back();
+  }
+
+  step read_value() {
+    if (at_end()) {
+      fail(pec::unexpected_eof, pos_);
+      return step::failed;
+    }
+    auto c = in_[pos_];
+    if (c == '{' || c == '[')
+      return open_container(c == '{');
+    bool ok = false;
+    switch (c) {
+      case '"':
+        ok = read_string();
+        break;
+      case 't':
+        ok = read_literal("true", token_kind::true_value, pos_);
+        break;
+      case 'f':
+        ok = read_literal("false", token_kind::false_value, pos_);
+        break;
+      case 'n':
+        if (pos_ + 1 < in_.size() && in_[pos_ + 1] == 'a')
+          ok = read_literal("nan", token_kind::nan_value, pos_);
+        else
+          ok = read_literal("null", token_kind::null_value, pos_);
+        break;
+      case 'N':
+        ok = read_literal("NaN", token_kind::nan_value, pos_);
+        break;
+      case 'I':
+        ok = read_literal("Infinity", token_kind::pos_inf, pos_);
+        break;
+      case 'i':
+        ok = read_literal("inf", token_kind::pos_inf, pos_);
+        break;
+      default:
+        if (c == '-' || is_digit(c))
+          ok = read_number();
+        else
+          fail(pec::unexpected_character, pos_);
+    }
+    return ok ? step::completed : step::failed;
+  }
+
+  step open_container(bool is_object) {
+    if (stack_.size() >= max_depth_) {
+      fail(pec::nested_too_deeply, pos_);
+      return step::failed;
+    }
+    stack_.push_back(frame{static_cast<uint32_t>(tape_.size()), 0, is_object});
+    push_token(pos_, 0, is_object ? token_kind::object : token_kind::array);
+    ++pos_;
+    skip_whitespace();
+    if (!at_end() && in_[pos_] == (is_object ? '}' : ']')) {
+      ++pos_;
+      close_container();
+      return step::completed;
+    }
+    if (is_object && !read_key())
+      return step::failed;
+    return step::opened;
+  }
+
+  /// Reads `"key"` and the following ':', leaving pos_ at the member's value.
+  bool read_key() {
+    if (at_end() || in_[pos_] != '"') {
+      fail_here();
+      return false;
+    }
+    if (!read_string())
+      return false;
+    skip_whitespace();
+    if (at_end() || in_[pos_] != ':') {
+      fail_here();
+      return false;
+    }
+    ++pos_;
+    skip_whitespace();
+    return true;
+  }
+
+  bool read_string() {
+    ++pos_; // opening quote
+    auto begin = pos_;
+    uint8_t flags = 0;
+    uint8_t high_bits = 0;
+    for (;;) {
+      while (!at_end() && in_[pos_] != '"' && in_[pos_] != '\\')
+        high_bits |= static_cast<uint8_t>(in_[pos_++]);
+      if (at_end()) {
+        fail(pec::unexpected_eof, pos_);
+        return false;
+      }
+      if (in_[pos_] == '"')
+        break;
+      flags |= flag_escaped;
+      ++pos_;
+      if (at_end()) {
+        fail(pec::unexpected_eof, pos_);
+        return false;
+      }
+      switch (in_[pos_]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+        case 'v': // Broker accepts \v; we do too (§6.2 MAY).
+          ++pos_;
+          break;
+        case 'u':
+          ++pos_;
+          for (int i = 0; i < 4; ++i, ++pos_) {
+            if (at_end() || !is_hex_digit(in_[pos_])) {
+              fail_here();
+              return false;
+            }
+          }
+          break;
+        default:
+          fail(pec::unexpected_character, pos_);
+          return false;
+      }
+    }
+    if (high_bits & 0x80)
+      flags |= flag_non_ascii;
+    push_token(begin, pos_ - begin, token_kind::string, flags);
+    ++pos_; // closing quote
+    return true;
+  }
+
+  bool read_literal(std::string_view word, token_kind kind, size_t start) {
+    for (auto ch : word) {
+      if (at_end() || in_[pos_] != ch) {
+        fail_here();
+        return false;
+      }
+      ++pos_;
+    }
+    push_token(start, pos_ - start, kind);
+    return true;
+  }
+
+  bool read_digits() {
+    if (at_end() || !is_digit(in_[pos_])) {
+      fail_here();
+      return false;
+    }
+    while (!at_end() && is_digit(in_[pos_]))
+      ++pos_;
+    return true;
+  }
+
+  bool read_number() {
+    auto start = pos_;
+    uint8_t flags = flag_integral;
+    if (in_[pos_] == '-') {
+      flags |= flag_negative;
+      ++pos_;
+      if (!at_end() && in_[pos_] == 'I')
+        return read_literal("Infinity", token_kind::neg_inf, start);
+      if (!at_end() && in_[pos_] == 'i')
+        return read_literal("inf", token_kind::neg_inf, start);
+    }
+    if (at_end() || !is_digit(in_[pos_])) {
+      fail_here();
+      return false;
+    }
+    // Broker's parser reports integer tokens beyond the 64-bit ranges as syntax errors at
+    // the first digit that does not fit; remember where that happens.
+    auto limit = (flags & flag_negative) ? max_negative_magnitude
+                                         : std::numeric_limits<uint64_t>::max();
+    auto overflow_at = std::string_view::npos;
+    if (in_[pos_] == '0') {
+      ++pos_;
+    } else {
+      uint64_t magnitude = 0;
+      for (; !at_end() && is_digit(in_[pos_]); ++pos_) {
+        auto digit = static_cast<uint64_t>(in_[pos_] - '0');
+        if (overflow_at != std::string_view::npos)
+          continue;
+        if (magnitude > (limit - digit) / 10)
+          overflow_at = pos_;
+        else
+          magnitude = magnitude * 10 + digit;
+      }
+    }
+    if (!at_end() && in_[pos_] == '.') {
+      flags &= ~flag_integral;
+      ++pos_;
+      if (!read_digits())
+        return false;
+    }
+    if (!at_end() && (in_[pos_] == 'e' || in_[pos_] == 'E')) {
+      flags &= ~flag_integral;
+      ++pos_;
+      if (!at_end() && (in_[pos_] == '+' || in_[pos_] == '-'))
+        ++pos_;
+      if (!read_digits())
+        return false;
+    }
+    if ((flags & flag_integral) && overflow_at != std::string_view::npos) {
+      fail((flags & flag_negative) ? pec::integer_underflow : pec::integer_overflow,
+           overflow_at);
+      return false;
+    }
+    push_token(start, pos_ - start, token_kind::number, flags);
+    return true;
+  }
+
+  std::string_view in_;
+  size_t pos_ = 0;
+  size_t max_depth_;
+  std::vector<token>& tape_;
+  std::vector<frame> stack_;
+  decode_result result_;
+};
+
+// -- timestamp and timespan grammars ---------------------------------------------------
+
 constexpr int64_t nanos_per_second = 1'000'000'000;
 constexpr int64_t seconds_per_minute = 60;
 constexpr int64_t seconds_per_hour = 3600;
 constexpr int64_t seconds_per_day = 86400;
 constexpr size_t max_fraction_digits = 9; // nanoseconds
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
 
 /// Sequential reader over a short text.
 class text_reader {
@@ -130,6 +466,19 @@ constexpr uint64_t pow10(size_t n) noexcept {
 }
 
 } // namespace
+
+decode_result detail::tokenize(std::string_view input, size_t max_depth,
+                                std::vector<token>& tape) {
+  if (input.size() >= max_input_size) {
+    decode_result result;
+    result.status = decode_status::malformed_json;
+    result.code = pec::input_too_large;
+    result.line = 1;
+    result.column = 1;
+    return result;
+  }
+  return tokenizer{input, std::min(max_depth, max_depth_limit), tape}.run();
+}
 
 std::string_view to_string(pec code) noexcept {
   switch (code) {

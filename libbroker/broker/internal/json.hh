@@ -153,4 +153,51 @@ std::optional<timestamp> parse_timestamp(std::string_view text);
 /// outside int64 nanoseconds.
 std::optional<timespan> parse_timespan(std::string_view text);
 
+// -- implementation details shared by json.cc (stage 1) and json_decode.cc (stage 2) ------
+
+namespace detail {
+
+/// What a tape entry holds.
+enum class token_kind : uint8_t {
+  object,
+  array,
+  string,
+  number,
+  true_value,
+  false_value,
+  null_value,
+  nan_value, ///< `NaN` or `nan`
+  pos_inf,   ///< `Infinity` or `inf`
+  neg_inf,   ///< `-Infinity` or `-inf`
+};
+
+/// A string with backslash escapes (otherwise its raw bytes are its value).
+inline constexpr uint8_t flag_escaped = 0x01;
+/// A number with neither fraction nor exponent.
+inline constexpr uint8_t flag_integral = 0x02;
+/// A number starting with '-'.
+inline constexpr uint8_t flag_negative = 0x04;
+/// A string with raw bytes >= 0x80, which need UTF-8 validation.
+inline constexpr uint8_t flag_non_ascii = 0x08;
+
+/// |INT64_MIN|: the largest magnitude of a negative integer token.
+inline constexpr uint64_t max_negative_magnitude = uint64_t{1} << 63;
+
+/// One entry of the tape. A container's children follow it directly; an object's members
+/// are stored as key (a string token) followed by the value.
+struct token {
+  uint32_t offset; ///< First byte in the input (strings: after the opening quote).
+  uint32_t extent; ///< Scalars: byte length (strings: without quotes). Containers: the
+                   ///< tape index one past the container's subtree.
+  uint32_t count;  ///< Containers: number of elements or members.
+  token_kind kind;
+  uint8_t flags;
+};
+
+/// Stage 1: validates `input` as one JSON value and fills `tape` with its tokens. Integer
+/// tokens are range-checked against uint64/int64; escapes are validated but not decoded.
+decode_result tokenize(std::string_view input, size_t max_depth, std::vector<token>& tape);
+
+} // namespace detail
+
 } // namespace broker::internal::json
