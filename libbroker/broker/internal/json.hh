@@ -128,8 +128,10 @@ std::string error_context(size_t input_number, const decode_result& res);
 
 /// Decodes a client data message (§5.2): a JSON object with an optional string `topic`
 /// (missing or not a string means ""), the flattened `@data-type`/`data` pair, and any other
-/// keys ignored. A topic starting with "<$>" is invalid data. On failure `topic` and `value`
-/// hold unspecified values.
+/// keys ignored. A topic starting with "<$>" is invalid data. Of a repeated key the first
+/// occurrence counts. Strings accept every JSON escape plus Broker's `\v` and raw control
+/// bytes; lone surrogate escapes and invalid UTF-8 decode to U+FFFD, so every decoded string
+/// re-encodes unchanged. On failure `topic` and `value` hold unspecified values.
 decode_result decode_data_message(std::string_view text, std::string& topic, data& value,
                                   size_t max_depth = default_max_depth);
 

@@ -934,6 +934,12 @@ TEST_CASE("enum names are escaped like strings", "[json]") {
         == "{\"@data-type\":\"enum-value\",\"data\":\"a\\\"b\\n\xef\xbf\xbd\"}");
 }
 
+TEST_CASE("subnets encode their masked network and user-facing prefix", "[json]") {
+  CHECK(json::encode(net("192.168.99.7/24")) == R"({"@data-type":"subnet","data":"192.168.99.0/24"})");
+  CHECK(json::encode(net("2001:db8::1/32")) == R"({"@data-type":"subnet","data":"2001:db8::/32"})");
+  CHECK(json::encode(net("0.0.0.0/0")) == R"({"@data-type":"subnet","data":"0.0.0.0/0"})");
+}
+
 TEST_CASE("timestamps encode in UTC with floored milliseconds", "[json]") {
   CHECK(json::encode(ts(-1'500'000'000)) == R"({"@data-type":"timestamp","data":"1969-12-31T23:59:58.500"})");
   CHECK(json::encode(ts(0)) == R"({"@data-type":"timestamp","data":"1970-01-01T00:00:00.000"})");
