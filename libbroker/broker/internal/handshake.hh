@@ -24,7 +24,8 @@
 //      here, sends its output (drop_conn 39) and closes.
 //   5. outcome `done`: the owner switches the frame reader to phase 3 and hands the
 //      connection, the remote id and the remote filter to the core. Bytes already buffered
-//      are phase-3 frames.
+//      are phase-3 frames. The machine sent the filter it was constructed with; if the
+//      owner's filter changed meanwhile, it follows up with a routing_update.
 //   6. outcome `failed`: the owner sends `output` (a drop_conn, or nothing when Broker would
 //      just close) and closes. `redundant` means "close quietly, no retry"; for a received
 //      drop_conn 39 the owner first checks that its status for the remote is connecting,
@@ -95,7 +96,8 @@ public:
   };
 
   /// `own_filter` goes out in originator_syn or responder_syn_ack as given (sorted and
-  /// deduplicated on the wire). Pre: `proceed` is callable.
+  /// deduplicated on the wire; it must fit a 64 KiB handshake frame for our own peers to
+  /// accept it). Pre: `proceed` is callable.
   handshake(endpoint_id own, filter_type own_filter, role r, proceed_fn proceed);
 
   /// The first frame: probe (acceptor) or hello(own, 1, 1) (dialer). Pre: state init;
@@ -117,7 +119,8 @@ public:
   /// Broker's name of the current state, for logs.
   std::string_view state_name() const noexcept;
 
-  /// The remote id once known from proceed (also while paused); nil before.
+  /// The remote id once known: from the proceed check (also while paused) or from a received
+  /// drop_conn; nil before.
   const endpoint_id& remote_id() const noexcept { return remote_; }
 
   /// True once this side has committed as originator.

@@ -256,9 +256,10 @@ struct node_message_view {
 /// They concern only this frame: drop it and keep the connection.
 expected<node_message_view> decode_node_message(std::string_view payload);
 
-/// Appends length prefix, header, topic and payload. Fails with ec::invalid_topic for a topic
-/// longer than max_topic_size and ec::serialization_failed if the frame length would not fit
-/// in 32 bits; `out` is unchanged then.
+/// Appends length prefix, header, topic and payload. Pre: `type` is a phase-3 type (1-5, or
+/// data_ext, for which append_extended_data() is the usual call). Fails with ec::invalid_topic
+/// for a topic longer than max_topic_size and ec::serialization_failed if the frame length
+/// would not fit in 32 bits; `out` is unchanged then.
 [[nodiscard]] error append_node_message(std::string& out, const endpoint_id& sender,
                                         const endpoint_id& receiver, message_type type,
                                         uint16_t ttl, std::string_view topic,
