@@ -1,6 +1,9 @@
 #include "broker/endpoint.hh"
 
 #include "broker/internal/endpoint_context.hh"
+#include "broker/internal/logger.hh"
+
+#include <future>
 #include "broker/internal/local_queue.hh"
 #include "broker/internal/source_inbox.hh"
 
@@ -61,15 +64,33 @@ endpoint::endpoint() : endpoint(configuration{}) {
 endpoint::endpoint(configuration cfg) {
   auto id = endpoint_id::random();
   ctx_ = std::make_shared<internal::endpoint_context>(std::move(cfg), id);
+  const auto& conf = ctx_->config();
+  internal::set_log_level(internal::parse_log_level(conf.log_level()));
   internal::core_options opts;
   opts.id = id;
-  opts.topic_cache_size = ctx_->config().topic_cache_size();
+  opts.topic_cache_size = conf.topic_cache_size();
+  opts.disable_forwarding = conf.disable_forwarding();
+  opts.ttl = conf.ttl();
   auto rt = std::make_shared<internal::core_runtime>(std::move(opts),
                                                      ctx_->config().scheduler_max_threads());
   // The endpoint's own publish() calls form one source (id 1 is never handed out again).
   auto own_id = ctx_->next_id();
   own_ = attach_source(*rt, own_id, ctx_->config().publisher_buffer_size());
+  auto ctx = ctx_;
+  auto net = std::make_shared<internal::peer_manager>(id, conf, rt,
+                                                      [ctx] { return ctx->next_id(); });
+  // The core tells the network what to offer in new handshakes whenever that changes.
+  std::weak_ptr<internal::peer_manager> weak_net = net;
+  rt->run([weak_net](core_state& st) {
+    st.on_filter_change([weak_net](const filter_type& f) {
+      if (auto n = weak_net.lock())
+        n->update_filter(f);
+    });
+    if (auto n = weak_net.lock())
+      n->update_filter(st.announcement_for(0));
+  });
   ctx_->start(std::move(rt));
+  ctx_->start_network(std::move(net));
 }
 
 endpoint::~endpoint() {
@@ -160,7 +181,56 @@ endpoint_metrics endpoint::metrics() const {
   return {};
 }
 
+expected<uint16_t> endpoint::listen(const std::string& address, uint16_t port) {
+  if (auto net = ctx_->network())
+    return net->listen(address, port);
+  return shutting_down();
+}
+
+bool endpoint::peer(const std::string& host, uint16_t port, timespan retry) {
+  auto net = ctx_->network();
+  if (!net)
+    return false;
+  auto result = std::make_shared<std::promise<error>>();
+  auto future = result->get_future();
+  net->peer(host, port, retry, [result](error err) { result->set_value(std::move(err)); });
+  // The manager always reports (success, failure, or shutting_down), so this ends.
+  return !future.get();
+}
+
+void endpoint::peer_nosync(const std::string& host, uint16_t port, timespan retry) {
+  if (auto net = ctx_->network())
+    net->peer(host, port, retry, nullptr);
+}
+
+bool endpoint::unpeer(const std::string& host, uint16_t port) {
+  auto net = ctx_->network();
+  return net && net->unpeer(host, port);
+}
+
+std::vector<peer_info> endpoint::peers() const {
+  std::vector<peer_info> result;
+  if (auto net = ctx_->network())
+    for (auto& rec : net->peers())
+      result.push_back(peer_info{endpoint_info{rec.id, network_info{rec.address, rec.port, 0}},
+                                 rec.outbound});
+  return result;
+}
+
+filter_type endpoint::peer_subscriptions() const {
+  filter_type result;
+  if (auto rt = ctx_->runtime())
+    if (auto xs = rt->call([](core_state& st) { return st.peer_filters(); }))
+      for (auto& [id, f] : *xs)
+        result.insert(result.end(), f.begin(), f.end());
+  minimize(result);
+  return result;
+}
+
 void endpoint::shutdown() {
+  // Network first: peers get BYE while the core can still hand them queued messages.
+  if (auto net = ctx_->stop_network())
+    net->shutdown();
   if (auto rt = ctx_->stop())
     rt->shutdown();
   own_->close();

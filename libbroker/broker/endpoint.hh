@@ -43,6 +43,12 @@ struct queue_options {
   std::optional<overflow_policy> policy;
 };
 
+/// One live peering as peers() reports it.
+struct peer_info {
+  endpoint_info peer; ///< The peer's id and address.
+  bool outbound = false; ///< True if we dialed.
+};
+
 /// See the file comment.
 class endpoint {
 public:
@@ -95,6 +101,33 @@ public:
 
   /// A hub subscribed to `filter` that can also publish.
   hub make_hub(filter_type filter, queue_options opts = {});
+
+  // -- peering ------------------------------------------------------------------------
+
+  /// Accepts peers on `address`:`port` ("" = all interfaces; port 0 = an ephemeral port).
+  /// Returns the bound port. Errors: invalid address, port in use.
+  expected<uint16_t> listen(const std::string& address = "", uint16_t port = 0);
+
+  /// Peers with `host`:`port` and blocks until the peering is up. With `retry` > 0 a failed
+  /// attempt or a lost peering is re-dialed every `retry`, and this call keeps waiting until
+  /// a connection succeeds (or the endpoint shuts down); with `retry` 0 it returns false
+  /// after the first failure. Failures are also reported as error events.
+  bool peer(const std::string& host, uint16_t port,
+            timespan retry = std::chrono::seconds{10});
+
+  /// Like peer(), but returns at once.
+  void peer_nosync(const std::string& host, uint16_t port,
+                   timespan retry = std::chrono::seconds{10});
+
+  /// Ends the peering with `host`:`port` gracefully (BYE, then close) and stops re-dialing
+  /// it. Returns false if there is no such peering.
+  bool unpeer(const std::string& host, uint16_t port);
+
+  /// The live peerings.
+  std::vector<peer_info> peers() const;
+
+  /// The union of the filters our peers announced (what we forward to them).
+  filter_type peer_subscriptions() const;
 
   // -- introspection and lifetime ----------------------------------------------------
 

@@ -5,8 +5,9 @@
 
 namespace broker {
 
-message_impl::message_impl(std::string topic, data value, std::string binary)
-  : topic_(std::move(topic)), value_(std::move(value)) {
+message_impl::message_impl(std::string topic, data value, std::string binary,
+                           route_info route)
+  : topic_(std::move(topic)), value_(std::move(value)), route_(route) {
   std::call_once(binary_once_, [&] { binary_ = std::move(binary); });
 }
 

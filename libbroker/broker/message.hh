@@ -10,6 +10,7 @@
 // so relaying it re-encodes nothing.
 
 #include "broker/data.hh"
+#include "broker/endpoint_id.hh"
 #include "broker/topic.hh"
 
 #include <atomic>
@@ -20,6 +21,20 @@
 
 namespace broker {
 
+/// Where a message came from on the network; set only on messages received from peers.
+/// The core uses it for multi-hop forwarding: loop suppression by (origin, sequence) for
+/// peers that speak our extension, and TTL for everyone.
+struct route_info {
+  /// The publishing node; nil if unknown (a Broker peer, or a local publication).
+  endpoint_id origin;
+  /// The origin's per-node publication counter (0 if unknown).
+  uint64_t sequence = 0;
+  /// Relays so far.
+  uint8_t hops = 0;
+  /// Remaining time to live as received.
+  uint16_t ttl = 0;
+};
+
 /// The shared state behind a data_message. Immutable after construction except for the
 /// lazily filled encoding caches, which are guarded by once-flags.
 class message_impl {
@@ -28,13 +43,16 @@ public:
     : topic_(std::move(topic)), value_(std::move(value)) {}
 
   /// Builds a message whose binary encoding is already known (received from a peer).
-  message_impl(std::string topic, data value, std::string binary);
+  message_impl(std::string topic, data value, std::string binary, route_info route);
 
   message_impl(const message_impl&) = delete;
   message_impl& operator=(const message_impl&) = delete;
 
   const std::string& topic() const noexcept { return topic_; }
   const data& value() const noexcept { return value_; }
+
+  /// Network origin of a message received from a peer (default for local ones).
+  const route_info& route() const noexcept { return route_; }
 
   /// The value's binary encoding (binary-data.md), computed on first use. Empty if the
   /// value cannot be encoded (see bin::encode).
@@ -53,6 +71,7 @@ private:
   mutable std::atomic<size_t> rc_{1};
   std::string topic_;
   data value_;
+  route_info route_;
   mutable std::once_flag binary_once_;
   mutable std::once_flag json_once_;
   mutable std::string binary_;

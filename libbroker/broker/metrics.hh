@@ -55,6 +55,9 @@ struct endpoint_metrics {
   uint64_t suspended_sources = 0;
   /// Total number of times a source was parked.
   uint64_t suspensions = 0;
+  /// Messages from peers suppressed because they arrived again over another path (a cycle)
+  /// or came back to their origin. Not a loss: the first copy was delivered.
+  uint64_t duplicates = 0;
 
   const handler_kind_metrics& operator[](handler_kind k) const noexcept {
     return kinds[static_cast<size_t>(k)];

@@ -1,5 +1,7 @@
 #include "broker/internal/core.hh"
 
+#include "broker/internal/wire.hh"
+
 #include "broker/error.hh"
 #include "broker/status.hh"
 
@@ -23,11 +25,9 @@ handler* core_state::find(uint64_t id) {
 // -- handlers -------------------------------------------------------------------
 
 void core_state::add_handler(std::unique_ptr<handler> h, filter_type filter) {
-  auto* ptr = h.get();
   auto id = h->id();
   handlers_.emplace(id, std::move(h));
   subscribe(id, filter);
-  (void) ptr;
 }
 
 void core_state::remove_handler(uint64_t id) {
@@ -37,8 +37,11 @@ void core_state::remove_handler(uint64_t id) {
   auto& h = *i->second;
   // Anything staged was flushed at the end of the last batch; settle() guarantees it.
   index_.unsubscribe(&h, h.filter());
+  if (h.kind() != handler_kind::peer)
+    local_filter_remove(h.filter());
   h.close();
   dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), &h), dirty_.end());
+  peers_.erase(id);
   handlers_.erase(i);
   // A source may have been parked on this handler.
   resume_needed_ = true;
@@ -51,9 +54,15 @@ void core_state::subscribe(uint64_t id, const filter_type& prefixes) {
     return;
   index_.subscribe(h, prefixes);
   auto& f = h->filter();
+  filter_type added;
   for (auto& p : prefixes)
-    if (std::find(f.begin(), f.end(), p) == f.end())
+    if (std::find(f.begin(), f.end(), p) == f.end()) {
       f.push_back(p);
+      added.push_back(p);
+    }
+  if (h->kind() != handler_kind::peer)
+    local_filter_add(added);
+  announce_needed_ = true;
 }
 
 void core_state::unsubscribe(uint64_t id, const filter_type& prefixes) {
@@ -62,22 +71,146 @@ void core_state::unsubscribe(uint64_t id, const filter_type& prefixes) {
     return;
   index_.unsubscribe(h, prefixes);
   auto& f = h->filter();
-  f.erase(std::remove_if(f.begin(), f.end(),
-                         [&](const topic& x) {
-                           return std::find(prefixes.begin(), prefixes.end(), x)
-                                  != prefixes.end();
-                         }),
-          f.end());
+  filter_type removed;
+  for (auto& p : prefixes)
+    if (auto j = std::find(f.begin(), f.end(), p); j != f.end()) {
+      removed.push_back(p);
+      f.erase(j);
+    }
+  if (h->kind() != handler_kind::peer)
+    local_filter_remove(removed);
+  announce_needed_ = true;
+}
+
+void core_state::local_filter_add(const filter_type& xs) {
+  for (auto& x : xs)
+    if (!x.is_reserved())
+      ++local_prefixes_[x.string()];
+}
+
+void core_state::local_filter_remove(const filter_type& xs) {
+  for (auto& x : xs) {
+    auto i = local_prefixes_.find(x.string());
+    if (i != local_prefixes_.end() && --i->second == 0)
+      local_prefixes_.erase(i);
+  }
 }
 
 filter_type core_state::filter() const {
-  auto result = index_.prefixes();
-  // Internal topics never leave the node.
-  result.erase(std::remove_if(result.begin(), result.end(),
-                              [](const topic& x) { return x.is_reserved(); }),
-               result.end());
+  filter_type result;
+  for (auto& [prefix, refs] : local_prefixes_)
+    result.emplace_back(prefix);
   minimize(result);
   return result;
+}
+
+// -- peers ----------------------------------------------------------------------
+
+void core_state::add_peer(peer_attachment att) {
+  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
+  h->announced() = std::move(att.handshake_filter);
+  peers_[att.id] = h.get();
+  add_handler(std::move(h), att.filter);
+  add_source(att.inbox);
+  sources_[att.id].remote = true;
+  endpoint_info ctx{att.remote, network_info{att.address, att.port, 0}};
+  emit_status(status{sc::endpoint_discovered, ctx, "found a new peer in the network"});
+  emit_status(status{sc::peer_added, ctx, "handshake successful"});
+  announce_needed_ = true;
+}
+
+void core_state::remove_peer(uint64_t id, peer_end why, std::string reason) {
+  auto i = peers_.find(id);
+  if (i == peers_.end())
+    return;
+  endpoint_info ctx{i->second->remote(), std::nullopt};
+  remove_source(id);
+  remove_handler(id);
+  if (why == peer_end::lost)
+    emit_status(status{sc::peer_lost, ctx, "lost connection to remote peer: " + reason});
+  else
+    emit_status(status{sc::peer_removed, ctx, "removed connection to remote peer: " + reason});
+  emit_status(status{sc::endpoint_unreachable, ctx, "lost the last path"});
+  announce_needed_ = true;
+  settle();
+}
+
+void core_state::update_peer_filter(uint64_t id, filter_type filter) {
+  auto i = peers_.find(id);
+  if (i == peers_.end())
+    return;
+  auto old = i->second->filter();
+  unsubscribe(id, old);
+  subscribe(id, filter);
+}
+
+std::vector<std::pair<endpoint_id, filter_type>> core_state::peer_filters() const {
+  std::vector<std::pair<endpoint_id, filter_type>> result;
+  for (auto& [id, h] : peers_) {
+    auto f = h->filter();
+    std::sort(f.begin(), f.end());
+    result.emplace_back(h->remote(), std::move(f));
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+filter_type core_state::announcement_for(uint64_t id) const {
+  // Split horizon: a peer hears our local subscriptions plus, when we forward, what our
+  // other peers want; never its own wishes echoed back.
+  auto result = filter();
+  if (!opts_.disable_forwarding)
+    for (auto& [other, h] : peers_)
+      if (other != id)
+        for (auto& p : h->filter())
+          if (!p.is_reserved())
+            result.push_back(p);
+  minimize(result);
+  return wire::with_extension(std::move(result));
+}
+
+void core_state::announce() {
+  for (auto& [id, h] : peers_) {
+    auto f = announcement_for(id);
+    if (f != h->announced()) {
+      h->announced() = f;
+      h->queue()->announce(std::move(f));
+    }
+  }
+  if (on_filter_change_)
+    on_filter_change_(announcement_for(0));
+}
+
+bool core_state::first_sighting(const route_info& route) {
+  constexpr uint64_t window = 4096; // Sequence numbers remembered per origin.
+  constexpr uint64_t word_bits = 64;
+  if (route.origin.is_nil())
+    return true; // A Broker peer: only TTL protects against loops.
+  if (route.origin == opts_.id)
+    return false; // Our own message came back around a cycle.
+  auto& w = seen_[route.origin];
+  if (w.bits.empty())
+    w.bits.resize(window / word_bits);
+  auto bit = [&](uint64_t offset) -> std::pair<uint64_t&, uint64_t> {
+    auto slot = (route.sequence - offset) % window; // Position in a ring of bits.
+    return {w.bits[slot / word_bits], uint64_t{1} << (slot % word_bits)};
+  };
+  if (route.sequence > w.highest) {
+    // Clear the bits of the sequence numbers we skip over.
+    auto gap = std::min(route.sequence - w.highest, window);
+    for (uint64_t k = 0; k < gap; ++k) {
+      auto [word, mask] = bit(k);
+      word &= ~mask;
+    }
+    w.highest = route.sequence;
+  } else if (w.highest - route.sequence >= window) {
+    return false; // Too old to tell: treat as a duplicate rather than risk a loop.
+  }
+  auto [word, mask] = bit(0);
+  if (word & mask)
+    return false;
+  word |= mask;
+  return true;
 }
 
 // -- sources --------------------------------------------------------------------
@@ -125,7 +258,16 @@ void core_state::process(uint64_t id) {
     if (src.batch.empty() && src.inbox->take(src.batch) == 0)
       break;
     while (src.pos < src.batch.size()) {
-      if (!route(src.batch[src.pos], id, true)) {
+      auto& msg = src.batch[src.pos];
+      if (src.remote && src.pos >= src.checked) {
+        src.checked = src.pos + 1; // Check each message once, also across a park.
+        if (!first_sighting(msg.impl().route())) {
+          ++counters_.duplicates;
+          ++src.pos;
+          continue;
+        }
+      }
+      if (!route(msg, id, src.remote, true)) {
         src.parked = true;
         parked_.push_back(id);
         ++counters_.suspensions;
@@ -142,6 +284,7 @@ void core_state::process(uint64_t id) {
     src.batch.clear();
     src.pos = 0;
     src.released = 0;
+    src.checked = 0;
     if (!src.wake_pending && !src.removing)
       break;
     src.wake_pending = false;
@@ -164,12 +307,27 @@ void core_state::resume_parked() {
 
 // -- routing --------------------------------------------------------------------
 
-bool core_state::route(const data_message& msg, uint64_t source_id, bool may_park) {
+bool core_state::route(const data_message& msg, uint64_t source_id, bool remote,
+                       bool may_park) {
   ++counters_.processed;
   const auto& targets = index_.lookup(msg.topic());
   if (targets.empty()) {
     ++counters_.unrouted;
     return true;
+  }
+  // What peers get: our own messages start a new route; relayed ones keep their origin.
+  route_info out;
+  bool may_forward = true;
+  if (remote) {
+    const auto& in = msg.impl().route();
+    out = route_info{in.origin, in.sequence, static_cast<uint8_t>(in.hops + 1),
+                     static_cast<uint16_t>(in.ttl > 0 ? in.ttl - 1 : 0)};
+    // A message whose TTL is used up is still delivered here, just not relayed.
+    may_forward = !opts_.disable_forwarding && out.ttl > 0;
+  } else if (source_id != core_source_id) {
+    out = route_info{opts_.id, ++next_sequence_, 0, opts_.ttl};
+  } else {
+    may_forward = false; // Core events are local by definition.
   }
   if (may_park) {
     for (auto* t : targets) {
@@ -188,8 +346,13 @@ bool core_state::route(const data_message& msg, uint64_t source_id, bool may_par
   }
   for (auto* t : targets) {
     auto* h = static_cast<handler*>(t);
+    if (h->kind() == handler_kind::peer) {
+      auto* p = static_cast<peer_handler*>(h);
+      if (!may_forward || p->remote() == out.origin)
+        continue;
+    }
     bool was_clean = !h->has_staged();
-    switch (h->offer(msg, source_id)) {
+    switch (h->offer(msg, source_id, out)) {
       case offer_result::ok:
         if (was_clean)
           dirty_.push_back(h);
@@ -235,25 +398,28 @@ void core_state::settle() {
       auto ids = std::move(removals_);
       removals_.clear();
       for (auto id : ids) {
-        if (auto i = handlers_.find(id); i != handlers_.end()) {
-          auto& h = *i->second;
-          index_.unsubscribe(&h, h.filter());
-          h.close();
-          handlers_.erase(i);
-          resume_needed_ = true;
+        if (auto i = peers_.find(id); i != peers_.end()) {
+          remove_peer(id, peer_end::removed, "send buffer overflow");
+          continue;
         }
+        remove_handler(id);
       }
       continue;
     }
     if (!events_.empty()) {
       auto msg = std::move(events_.front());
       events_.pop_front();
-      route(msg, core_source_id, false);
+      route(msg, core_source_id, false, false);
       continue;
     }
     if (resume_needed_) {
       resume_needed_ = false;
       resume_parked();
+      continue;
+    }
+    if (announce_needed_) {
+      announce_needed_ = false;
+      announce();
       continue;
     }
     break;

@@ -27,6 +27,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -41,6 +43,30 @@ inline constexpr uint64_t core_source_id = 0;
 struct core_options {
   endpoint_id id;
   size_t topic_cache_size = 1024;
+  /// broker.disable-forwarding: never relay messages from one peer to another.
+  bool disable_forwarding = false;
+  /// broker.ttl: the TTL of messages this node originates.
+  uint16_t ttl = 16;
+};
+
+/// Everything the core needs to attach a peering whose handshake completed.
+struct peer_attachment {
+  uint64_t id = 0;              ///< Handler and source id of this peering.
+  endpoint_id remote;           ///< The peer's endpoint id.
+  filter_type filter;           ///< The peer's filter, without the extension marker.
+  bool extension = false;       ///< The peer advertised origin-v1.
+  std::string address;          ///< For status events.
+  uint16_t port = 0;            ///< For status events.
+  std::shared_ptr<peer_queue> queue;
+  std::shared_ptr<source_inbox> inbox;
+  /// What we sent in the handshake (our announcement so far).
+  filter_type handshake_filter;
+};
+
+/// Why a peering ended, for the status event.
+enum class peer_end : uint8_t {
+  removed, ///< We unpeered (or shut down, or the peer overflowed under `disconnect`).
+  lost,    ///< The connection failed or the peer closed it.
 };
 
 /// See the file comment.
@@ -80,6 +106,31 @@ public:
   /// Handler `id` has room again: resume the sources parked on it.
   void on_room(uint64_t id);
 
+  // -- peers ----------------------------------------------------------------------
+
+  /// Adds a handler and a source for a peering; emits endpoint_discovered and peer_added.
+  void add_peer(peer_attachment att);
+
+  /// Removes a peering's handler and source (pending input is still delivered); emits
+  /// peer_removed or peer_lost, then endpoint_unreachable.
+  void remove_peer(uint64_t id, peer_end why, std::string reason);
+
+  /// Replaces the peer's filter (a routing_update arrived).
+  void update_peer_filter(uint64_t id, filter_type filter);
+
+  /// The ids and filters of the attached peers.
+  std::vector<std::pair<endpoint_id, filter_type>> peer_filters() const;
+
+  /// The filter we announce to peer `id` right now, with the extension marker. For an id
+  /// that is no peer (e.g. 0): what a new peer would get in the handshake.
+  filter_type announcement_for(uint64_t id) const;
+
+  /// Called with announcement_for(0) whenever the announcements may have changed, so the
+  /// transport can hand a current filter to new handshakes.
+  void on_filter_change(std::function<void(const filter_type&)> callback) {
+    on_filter_change_ = std::move(callback);
+  }
+
   // -- events and introspection --------------------------------------------------
 
   /// Publishes a message from the core itself (status/error events). Never parks: a
@@ -107,17 +158,29 @@ public:
 private:
   struct source_state {
     std::shared_ptr<source_inbox> inbox;
+    bool remote = false; // A peering: apply forwarding rules and loop suppression.
     std::vector<data_message> batch;
     size_t pos = 0;
     size_t released = 0;
+    size_t checked = 0; // Messages [0, checked) passed loop suppression.
     bool parked = false;
     bool wake_pending = false; // A wake arrived while parked.
     bool removing = false;
   };
 
+  /// Sliding window of sequence numbers seen from one origin.
+  struct seen_window {
+    uint64_t highest = 0;
+    std::vector<uint64_t> bits; // Bit i of the window: sequence highest - i was seen.
+  };
+
   void process(uint64_t id);
+  bool first_sighting(const route_info& route);
+  void local_filter_add(const filter_type& xs);
+  void local_filter_remove(const filter_type& xs);
+  void announce();
   void resume_parked();
-  bool route(const data_message& msg, uint64_t source_id, bool may_park);
+  bool route(const data_message& msg, uint64_t source_id, bool remote, bool may_park);
   void flush_all();
   handler* find(uint64_t id);
 
@@ -129,6 +192,12 @@ private:
   std::deque<data_message> events_;  // Core-originated messages waiting for routing.
   std::vector<uint64_t> removals_;   // Handlers disconnected during a flush.
   std::vector<uint64_t> parked_;     // Sources waiting for room, in parking order.
+  std::map<std::string, size_t> local_prefixes_; // Local subscriptions, reference-counted.
+  std::unordered_map<uint64_t, peer_handler*> peers_;
+  std::map<endpoint_id, seen_window> seen_;
+  uint64_t next_sequence_ = 0;
+  bool announce_needed_ = false;
+  std::function<void(const filter_type&)> on_filter_change_;
   bool resume_needed_ = false;
   bool settling_ = false;
   endpoint_metrics counters_;

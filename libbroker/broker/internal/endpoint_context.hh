@@ -9,6 +9,7 @@
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core_runtime.hh"
+#include "broker/internal/peering.hh"
 
 #include <atomic>
 #include <cstdint>
@@ -45,12 +46,29 @@ public:
     return std::move(rt_);
   }
 
+  /// The network side, or nullptr after shutdown.
+  std::shared_ptr<peer_manager> network() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return net_;
+  }
+
+  void start_network(std::shared_ptr<peer_manager> net) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    net_ = std::move(net);
+  }
+
+  std::shared_ptr<peer_manager> stop_network() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(net_);
+  }
+
 private:
   configuration cfg_;
   endpoint_id id_;
   std::atomic<uint64_t> next_id_{1};
   mutable std::mutex mtx_;
   std::shared_ptr<core_runtime> rt_;
+  std::shared_ptr<peer_manager> net_;
 };
 
 } // namespace broker::internal

@@ -14,6 +14,7 @@
 //      the drop policies apply, and reports what was accepted, dropped or disconnected.
 
 #include "broker/internal/local_queue.hh"
+#include "broker/internal/peer_queue.hh"
 #include "broker/internal/topic_index.hh"
 #include "broker/metrics.hh"
 #include "broker/topic.hh"
@@ -54,8 +55,9 @@ public:
     return buffered() + staged_.size() + n <= capacity_;
   }
 
-  /// Stages `msg` from source `source_id` (see the file comment).
-  offer_result offer(const data_message& msg, uint64_t source_id) {
+  /// Stages `msg` from source `source_id` (see the file comment). `route` is what a network
+  /// handler puts on the wire (origin, sequence, hops, ttl); local handlers ignore it.
+  offer_result offer(const data_message& msg, uint64_t source_id, const route_info& route) {
     if (source_id == id_)
       return offer_result::skipped;
     if (closed_)
@@ -63,6 +65,8 @@ public:
     if (policy_ == overflow_policy::block && !has_room())
       return offer_result::overflow;
     staged_.push_back(msg);
+    if (wants_route_)
+      staged_routes_.push_back(route);
     return offer_result::ok;
   }
 
@@ -70,8 +74,9 @@ public:
 
   /// Moves the staged messages into the sink.
   push_result flush() {
-    auto result = do_flush(staged_);
+    auto result = do_flush(staged_, staged_routes_);
     staged_.clear();
+    staged_routes_.clear();
     if (result.disconnected)
       closed_ = true;
     return result;
@@ -89,7 +94,12 @@ public:
   bool closed() const noexcept { return closed_; }
 
 protected:
-  virtual push_result do_flush(std::vector<data_message>& xs) = 0;
+  /// Moves `xs` into the sink. `routes` is parallel to `xs` if wants_route() else empty.
+  virtual push_result do_flush(std::vector<data_message>& xs,
+                               std::vector<route_info>& routes) = 0;
+
+  /// Network handlers set this to receive route_info with every staged message.
+  void wants_route(bool value) noexcept { wants_route_ = value; }
 
 private:
   uint64_t id_;
@@ -97,8 +107,10 @@ private:
   overflow_policy policy_;
   size_t capacity_;
   bool closed_ = false;
+  bool wants_route_ = false;
   filter_type filter_;
   std::vector<data_message> staged_;
+  std::vector<route_info> staged_routes_;
 };
 
 /// A handler whose sink is a local_queue (subscribers and hubs).
@@ -119,10 +131,60 @@ public:
   }
 
 protected:
-  push_result do_flush(std::vector<data_message>& xs) override { return queue_->push(xs); }
+  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>&) override {
+    return queue_->push(xs);
+  }
 
 private:
   std::shared_ptr<local_queue> queue_;
+};
+
+} // namespace broker::internal
+
+namespace broker::internal {
+
+/// A handler whose sink is the send queue of a peering connection.
+class peer_handler : public handler {
+public:
+  peer_handler(uint64_t id, endpoint_id remote, bool extension,
+               std::shared_ptr<peer_queue> queue)
+    : handler(id, handler_kind::peer, queue->policy(), queue->capacity()),
+      remote_(remote),
+      extension_(extension),
+      queue_(std::move(queue)) {
+    wants_route(true);
+  }
+
+  /// The peer's endpoint id.
+  const endpoint_id& remote() const noexcept { return remote_; }
+
+  /// True if the peer speaks our origin-v1 extension.
+  bool extension() const noexcept { return extension_; }
+
+  size_t buffered() const noexcept override { return queue_->size(); }
+
+  bool request_wakeup(size_t) override { return true; } // Peers never use `block`.
+
+  void close() override {
+    handler::close();
+    queue_->close();
+  }
+
+  const std::shared_ptr<peer_queue>& queue() const noexcept { return queue_; }
+
+  /// The filter we last announced to this peer (to send routing updates only on change).
+  filter_type& announced() noexcept { return announced_; }
+
+protected:
+  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
+    return queue_->push(xs, routes);
+  }
+
+private:
+  endpoint_id remote_;
+  bool extension_;
+  std::shared_ptr<peer_queue> queue_;
+  filter_type announced_;
 };
 
 } // namespace broker::internal

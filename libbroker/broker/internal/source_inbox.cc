@@ -73,6 +73,33 @@ bool source_inbox::try_push(data_message x) {
   return true;
 }
 
+size_t source_inbox::try_push_some(std::vector<data_message>& xs, size_t from) {
+  std::function<void()> wake;
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return 0;
+    auto used = pending_.size() + in_flight_;
+    auto room = used < capacity_ ? capacity_ - used : 0;
+    n = std::min(room, xs.size() - from);
+    pending_.insert(pending_.end(), std::make_move_iterator(xs.begin() + from),
+                    std::make_move_iterator(xs.begin() + from + n));
+    if (from + n < xs.size())
+      release_wanted_ = true;
+    if (schedule_locked())
+      wake = wake_;
+  }
+  if (wake)
+    wake();
+  return n;
+}
+
+void source_inbox::on_release(std::function<void()> callback) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  released_ = std::move(callback);
+}
+
 size_t source_inbox::free_capacity() const {
   std::lock_guard<std::mutex> guard{mtx_};
   auto used = pending_.size() + in_flight_;
@@ -85,11 +112,18 @@ size_t source_inbox::buffered() const {
 }
 
 void source_inbox::close() {
+  std::function<void()> released;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     closed_ = true;
+    if (release_wanted_) {
+      release_wanted_ = false;
+      released = released_;
+    }
   }
   room_.notify_all();
+  if (released)
+    released();
 }
 
 bool source_inbox::closed() const {
@@ -113,11 +147,18 @@ size_t source_inbox::take(std::vector<data_message>& out) {
 }
 
 void source_inbox::release(size_t n) {
+  std::function<void()> released;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     in_flight_ -= std::min(n, in_flight_);
+    if (release_wanted_ && n > 0) {
+      release_wanted_ = false;
+      released = released_;
+    }
   }
   room_.notify_all();
+  if (released)
+    released();
 }
 
 } // namespace broker::internal

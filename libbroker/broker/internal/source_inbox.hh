@@ -47,6 +47,14 @@ public:
   /// Appends one message if the window has room; never blocks.
   bool try_push(data_message x);
 
+  /// Appends as many of xs[from..] as the window has room for and returns how many; never
+  /// blocks. If some did not fit, the release callback fires once when room frees up: this
+  /// is how a socket reader stops reading instead of blocking its I/O thread.
+  size_t try_push_some(std::vector<data_message>& xs, size_t from);
+
+  /// Sets the callback for try_push_some() (see there).
+  void on_release(std::function<void()> callback);
+
   /// Free slots in the window right now.
   size_t free_capacity() const;
 
@@ -76,7 +84,9 @@ private:
   size_t in_flight_ = 0;
   bool scheduled_ = false;
   bool closed_ = false;
+  bool release_wanted_ = false;
   std::function<void()> wake_;
+  std::function<void()> released_;
 };
 
 } // namespace broker::internal

@@ -1,0 +1,114 @@
+#include "broker/internal/peer_queue.hh"
+
+#include "broker/internal/local_queue.hh"
+
+namespace broker::internal {
+
+peer_queue::peer_queue(size_t capacity, overflow_policy policy)
+  : capacity_(capacity == 0 ? 1 : capacity), policy_(policy) {
+}
+
+void peer_queue::on_ready(std::function<void()> callback) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  ready_ = std::move(callback);
+}
+
+void peer_queue::notify_locked(std::function<void()>& cb) {
+  if (!scheduled_ && (!items_.empty() || announcement_ || closed_)) {
+    scheduled_ = true;
+    cb = ready_;
+  }
+}
+
+push_result peer_queue::push(std::vector<data_message>& xs, std::vector<route_info>& routes) {
+  push_result result;
+  std::function<void()> cb;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_) {
+      xs.clear();
+      routes.clear();
+      return result;
+    }
+    size_t first = 0;
+    size_t n = xs.size();
+    switch (policy_) {
+      case overflow_policy::drop_oldest:
+        if (n > capacity_) {
+          result.dropped += n - capacity_;
+          first = n - capacity_;
+        }
+        while (items_.size() + (n - first) > capacity_) {
+          items_.pop_front();
+          ++result.dropped;
+        }
+        result.accepted = n; // Evictions count as drops, as for local queues.
+        break;
+      case overflow_policy::drop_newest:
+      case overflow_policy::block: // Not allowed for peers; behave like drop_newest.
+      case overflow_policy::disconnect: {
+        auto room = capacity_ > items_.size() ? capacity_ - items_.size() : 0;
+        if (n > room) {
+          result.dropped = n - room;
+          n = room;
+          if (policy_ == overflow_policy::disconnect) {
+            result.disconnected = true;
+            closed_ = true;
+          }
+        }
+        result.accepted = n;
+        break;
+      }
+    }
+    for (size_t i = first; i < n; ++i)
+      items_.push_back(peer_item{std::move(xs[i]), routes[i]});
+    size_.store(items_.size(), std::memory_order_relaxed);
+    notify_locked(cb);
+  }
+  xs.clear();
+  routes.clear();
+  if (cb)
+    cb();
+  return result;
+}
+
+void peer_queue::announce(filter_type filter) {
+  std::function<void()> cb;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return;
+    announcement_ = std::move(filter);
+    notify_locked(cb);
+  }
+  if (cb)
+    cb();
+}
+
+void peer_queue::close() {
+  std::function<void()> cb;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_.exchange(true))
+      return;
+    notify_locked(cb);
+  }
+  if (cb)
+    cb();
+}
+
+bool peer_queue::take(std::vector<peer_item>& out, std::optional<filter_type>& announcement) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  scheduled_ = false;
+  out.insert(out.end(), std::make_move_iterator(items_.begin()),
+             std::make_move_iterator(items_.end()));
+  items_.clear();
+  size_.store(0, std::memory_order_relaxed);
+  if (announcement_) {
+    announcement = std::move(announcement_);
+    announcement_.reset();
+  }
+  return !closed_ || !out.empty() || announcement;
+}
+
+} // namespace broker::internal

@@ -1,0 +1,81 @@
+#pragma once
+
+// peer_queue: the bounded send queue between the core (producer) and one peering
+// connection (consumer, running on its Asio strand).
+//
+// Threads: the core pushes data and routing announcements; the connection's strand takes
+// everything at once and turns it into one gather-write. The ready callback (a post to the
+// strand) fires only when the queue goes from empty to non-empty, so a busy peering costs
+// one post per write cycle, not one per message.
+//
+// Policies: drop_oldest, drop_newest, disconnect (peers never block anybody, DESIGN §4).
+// Routing announcements are not data: they are never dropped, and only the newest one
+// matters, so a pending announcement is simply replaced.
+
+#include "broker/message.hh"
+#include "broker/overflow_policy.hh"
+#include "broker/topic.hh"
+
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace broker::internal {
+
+struct push_result; // Defined in local_queue.hh.
+
+/// One message to send, with what goes into its frame header.
+struct peer_item {
+  data_message msg;
+  route_info route;
+};
+
+/// See the file comment.
+class peer_queue {
+public:
+  peer_queue(size_t capacity, overflow_policy policy);
+
+  size_t capacity() const noexcept { return capacity_; }
+  overflow_policy policy() const noexcept { return policy_; }
+  size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+
+  /// Sets the callback that schedules the connection to drain the queue.
+  void on_ready(std::function<void()> callback);
+
+  // -- core side ----------------------------------------------------------------
+
+  /// Appends data under the policy; `routes` is parallel to `xs`. Both are left empty.
+  push_result push(std::vector<data_message>& xs, std::vector<route_info>& routes);
+
+  /// Replaces the pending routing announcement.
+  void announce(filter_type filter);
+
+  /// Stops the queue; the connection notices on its next drain and closes.
+  void close();
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
+  // -- connection side ----------------------------------------------------------
+
+  /// Moves everything pending into `out` / `announcement`. Returns false once the queue is
+  /// closed and drained.
+  bool take(std::vector<peer_item>& out, std::optional<filter_type>& announcement);
+
+private:
+  void notify_locked(std::function<void()>& cb); // Pre: mtx_ held.
+
+  const size_t capacity_;
+  const overflow_policy policy_;
+  mutable std::mutex mtx_;
+  std::deque<peer_item> items_;
+  std::optional<filter_type> announcement_;
+  std::atomic<size_t> size_{0};
+  std::atomic<bool> closed_{false};
+  bool scheduled_ = false;
+  std::function<void()> ready_;
+};
+
+} // namespace broker::internal

@@ -1,0 +1,92 @@
+#pragma once
+
+// peer_manager: the network side of peering (spec/peering-wire.md), on Boost.Asio.
+//
+// Threads: an io_context with `broker.io-threads` threads runs every socket; each
+// connection is a strand. The manager's own tables (peer statuses for redundancy checks,
+// connections, outgoing peerings) are guarded by one mutex; connections call in from their
+// strands, the endpoint from application threads. The core is reached only through
+// core_runtime::post() and the queues.
+//
+// Flow of one peering:
+//   1. listen() accepts, or peer() dials (re-dialing after `retry` until unpeered).
+//   2. The connection runs the handshake state machine; the manager's status table answers
+//      its redundancy checks (one live peering per remote id, spec §5.3).
+//   3. On success the manager creates the peer's send queue and source inbox and posts
+//      core_state::add_peer(); from then on the core fills the queue and the connection
+//      drains it in gather-writes, while frames read from the socket are decoded on the
+//      strand and handed to the core in batches (reading stops while the inbox is full).
+//   4. On loss the connection posts core_state::remove_peer(lost) and an outgoing peering is
+//      re-dialed; on unpeer() the connection sends BYE, waits for its pong (at most 3 s),
+//      and posts remove_peer(removed).
+
+#include "broker/configuration.hh"
+#include "broker/endpoint_id.hh"
+#include "broker/error.hh"
+#include "broker/status.hh"
+#include "broker/time.hh"
+#include "broker/topic.hh"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace broker::internal {
+
+class core_runtime;
+
+/// What peers() reports about one peering.
+struct peer_record {
+  endpoint_id id;
+  std::string address;
+  uint16_t port = 0;
+  bool outbound = false;
+};
+
+/// See the file comment.
+class peer_manager {
+public:
+  peer_manager(endpoint_id own, const configuration& cfg, std::shared_ptr<core_runtime> rt,
+               std::function<uint64_t()> next_id);
+  ~peer_manager();
+
+  peer_manager(const peer_manager&) = delete;
+  peer_manager& operator=(const peer_manager&) = delete;
+
+  /// Starts accepting peers on `address`:`port` (port 0: an ephemeral port). Returns the
+  /// bound port.
+  expected<uint16_t> listen(const std::string& address, uint16_t port);
+
+  /// Dials `host`:`port` and keeps the peering up: after a failure or loss it re-dials every
+  /// `retry` (0: never). `done` (optional) is called once, with the first attempt's outcome
+  /// if `retry` is 0, else when the first connection succeeds.
+  void peer(const std::string& host, uint16_t port, timespan retry,
+            std::function<void(error)> done);
+
+  /// Ends the outgoing peering to `host`:`port` (and stops re-dialing) gracefully. Returns
+  /// false if there is no such peering.
+  bool unpeer(const std::string& host, uint16_t port);
+
+  /// Ends the peering with `id` gracefully, whoever dialed. False if not peered.
+  bool unpeer(const endpoint_id& id);
+
+  /// The live peerings.
+  std::vector<peer_record> peers() const;
+
+  /// The current filter for new handshakes (the core calls this on every change).
+  void update_filter(const filter_type& filter);
+
+  /// Sends BYE on every peering, waits for the pongs (at most 3 s in all), then closes
+  /// everything and joins the I/O threads. Idempotent.
+  void shutdown();
+
+  /// The implementation (public so the connection class in peering.cc can name it).
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace broker::internal
