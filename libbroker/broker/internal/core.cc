@@ -322,6 +322,12 @@ bool core_state::route(const data_message& msg, uint64_t source_id, bool remote,
     const auto& in = msg.impl().route();
     out = route_info{in.origin, in.sequence, static_cast<uint8_t>(in.hops + 1),
                      static_cast<uint16_t>(in.ttl > 0 ? in.ttl - 1 : 0)};
+    if (in.origin.is_nil()) {
+      // Entering our overlay from a peer without origin-v1 (Broker): we become the origin,
+      // so copies circulating among our nodes are recognized.
+      out.origin = opts_.id;
+      out.sequence = ++next_sequence_;
+    }
     // A message whose TTL is used up is still delivered here, just not relayed.
     may_forward = !opts_.disable_forwarding && out.ttl > 0;
   } else if (source_id != core_source_id) {
