@@ -759,7 +759,7 @@ TEST_CASE("a failed command line changes no option", "[config]") {
   CHECK(cfg.config_file().empty());
 }
 
-TEST_CASE("--config-file is recorded by parse_args and read by load", "[config]") {
+TEST_CASE("the --config-file option is recorded by parse_args and read by load", "[config]") {
   temp_file file{"broker.ttl = 7\n"};
   configuration cfg;
   CHECK_FALSE(parse(cfg, {"--config-file", file.path}));

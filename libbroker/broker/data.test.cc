@@ -91,7 +91,7 @@ TEST_CASE("a count never equals an integer of the same numeric value", "[data]")
   CHECK(xs.size() == 2);
 }
 
-TEST_CASE("-0.0 and +0.0 are equal reals", "[data]") {
+TEST_CASE("reals -0.0 and +0.0 are equal", "[data]") {
   CHECK(data{0.0} == data{-0.0});
   CHECK_FALSE(data{0.0} < data{-0.0});
   CHECK_FALSE(data{-0.0} < data{0.0});

@@ -1188,7 +1188,7 @@ TEST_CASE("every type survives encode then decode", "[json]") {
     check_round_trip(x);
 }
 
-TEST_CASE("-0.0 keeps its sign through a round trip", "[json]") {
+TEST_CASE("a real -0.0 keeps its sign through a round trip", "[json]") {
   auto y = decode_ok(json::encode(data{-0.0}));
   CHECK(std::signbit(get<real>(y)));
 }
