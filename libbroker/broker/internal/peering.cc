@@ -9,6 +9,7 @@
 #include "broker/internal/wire.hh"
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include <array>
 #include <condition_variable>
@@ -78,6 +79,7 @@ struct peer_manager::impl {
       next_id(std::move(ids)),
       work(asio::make_work_guard(ioc)) {
     filter = wire::with_extension({});
+    setup_tls(cfg);
     auto n = cfg.io_threads() == 0 ? 1 : cfg.io_threads();
     for (size_t i = 0; i < n; ++i)
       threads.emplace_back([this] { ioc.run(); });
@@ -88,6 +90,10 @@ struct peer_manager::impl {
   }
 
   void stop();
+
+  /// Builds the TLS context from broker.ssl.* (see doc/node.md, "TLS"). Errors end up in
+  /// tls_error and make listen() and peer() fail.
+  void setup_tls(const configuration& cfg);
 
   // -- status table ---------------------------------------------------------------
 
@@ -115,6 +121,8 @@ struct peer_manager::impl {
   std::function<uint64_t()> next_id;
   asio::executor_work_guard<asio::io_context::executor_type> work;
   std::vector<std::thread> threads;
+  std::unique_ptr<asio::ssl::context> tls; // Null: plain TCP.
+  error tls_error;
 
   mutable std::mutex mtx;
   std::condition_variable detached_cv;
@@ -141,6 +149,8 @@ public:
       timer_(strand_),
       role_(role),
       outgoing_(std::move(out)) {
+    if (mgr->tls)
+      tls_ = std::make_unique<asio::ssl::stream<tcp::socket&>>(sock_, *mgr->tls);
     boost::system::error_code ec;
     auto ep = sock_.remote_endpoint(ec);
     if (!ec) {
@@ -149,9 +159,32 @@ public:
     }
   }
 
-  /// Starts the handshake. Runs on the strand.
+  /// Starts the TLS handshake (if configured), then the peering handshake.
   void start() {
-    asio::dispatch(strand_, [self = shared_from_this()] { self->do_start(); });
+    asio::dispatch(strand_, [self = shared_from_this()] {
+      if (!self->tls_) {
+        self->do_start();
+        return;
+      }
+      self->timer_.expires_after(handshake_timeout);
+      self->timer_.async_wait([self](boost::system::error_code ec) {
+        if (!ec && !self->tls_ready_ && !self->closed_)
+          self->fail("TLS handshake timed out", false);
+      });
+      auto type = self->role_ == handshake::role::dialer ? asio::ssl::stream_base::client
+                                                         : asio::ssl::stream_base::server;
+      self->tls_->async_handshake(type, [self](boost::system::error_code ec) {
+        if (self->closed_)
+          return;
+        if (ec) {
+          self->fail("TLS handshake failed: " + ec.message(), true);
+          return;
+        }
+        self->tls_ready_ = true;
+        self->timer_.cancel();
+        self->do_start();
+      });
+    });
   }
 
   /// Graceful unpeer: BYE, wait for its pong, close.
@@ -221,11 +254,14 @@ private:
     if (closed_ || reading_ || read_paused_)
       return;
     reading_ = true;
-    sock_.async_read_some(asio::buffer(rbuf_),
-                          [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                            self->reading_ = false;
-                            self->on_read(ec, n);
-                          });
+    auto handler = [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+      self->reading_ = false;
+      self->on_read(ec, n);
+    };
+    if (tls_)
+      tls_->async_read_some(asio::buffer(rbuf_), std::move(handler));
+    else
+      sock_.async_read_some(asio::buffer(rbuf_), std::move(handler));
   }
 
   void on_read(boost::system::error_code ec, size_t n) {
@@ -447,8 +483,7 @@ public:
       return;
     }
     writing_ = true;
-    asio::async_write(sock_, asio::buffer(wbuf_),
-                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+    async_write_buffer([self = shared_from_this()](boost::system::error_code ec, size_t) {
                         self->writing_ = false;
                         if (self->closed_) {
                           self->close_socket();
@@ -524,6 +559,15 @@ private:
     std::swap(wbuf_, ctrl_);
   }
 
+  /// Writes wbuf_ completely, through TLS if configured.
+  template <class Handler>
+  void async_write_buffer(Handler handler) {
+    if (tls_)
+      asio::async_write(*tls_, asio::buffer(wbuf_), std::move(handler));
+    else
+      asio::async_write(sock_, asio::buffer(wbuf_), std::move(handler));
+  }
+
   void close_socket() {
     boost::system::error_code ignored;
     sock_.shutdown(tcp::socket::shutdown_both, ignored);
@@ -557,8 +601,7 @@ private:
       wbuf_.clear();
       wbuf_.swap(ctrl_);
       writing_ = true;
-      asio::async_write(sock_, asio::buffer(wbuf_),
-                        [self = shared_from_this()](boost::system::error_code, size_t) {
+      async_write_buffer([self = shared_from_this()](boost::system::error_code, size_t) {
                           self->writing_ = false;
                           self->close_socket();
                         });
@@ -600,6 +643,8 @@ private:
   peer_manager::impl* mgr_;
   strand_type strand_;
   tcp::socket sock_;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_; // Null for plain TCP.
+  bool tls_ready_ = false;
   asio::steady_timer timer_;
   handshake::role role_;
   std::shared_ptr<outgoing_peering> outgoing_;
@@ -655,6 +700,63 @@ public:
 };
 
 // -- peer_manager::impl -----------------------------------------------------------------
+
+void peer_manager::impl::setup_tls(const configuration& cfg) {
+  bool configured = !cfg.ssl_certificate().empty() || !cfg.ssl_key().empty()
+                    || !cfg.ssl_passphrase().empty() || !cfg.ssl_cafile().empty()
+                    || !cfg.ssl_capath().empty();
+  if (cfg.disable_ssl())
+    return;
+  if (!configured) {
+    log(log_level::warning, component,
+        "peerings are NOT encrypted or authenticated: no broker.ssl.* certificate is "
+        "configured (set broker.disable-ssl=true to acknowledge plain TCP)");
+    return;
+  }
+  auto fail = [this](std::string what, const boost::system::error_code& ec) {
+    tls_error = error{ec::invalid_config, "TLS setup failed: " + what + ": " + ec.message()};
+    tls.reset();
+    log(log_level::error, component, tls_error.message());
+  };
+  // Mutual authentication, as Broker's certificate mode: TLS >= 1.2, strong ciphers, and
+  // both sides must present a certificate signed by the configured CA.
+  tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls);
+  boost::system::error_code ec;
+  tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2
+                     | asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1
+                     | asio::ssl::context::no_tlsv1_1,
+                   ec);
+  if (!ec && SSL_CTX_set_cipher_list(tls->native_handle(), "HIGH:!aNULL:!MD5") != 1)
+    ec = boost::system::error_code{static_cast<int>(ERR_get_error()),
+                                   asio::error::get_ssl_category()};
+  if (ec)
+    return fail("options", ec);
+  if (!cfg.ssl_passphrase().empty()) {
+    auto pass = cfg.ssl_passphrase();
+    tls->set_password_callback(
+      [pass](size_t, asio::ssl::context::password_purpose) { return pass; }, ec);
+  }
+  if (!cfg.ssl_certificate().empty())
+    tls->use_certificate_chain_file(cfg.ssl_certificate(), ec);
+  if (ec)
+    return fail("broker.ssl.certificate \"" + cfg.ssl_certificate() + "\"", ec);
+  if (!cfg.ssl_key().empty())
+    tls->use_private_key_file(cfg.ssl_key(), asio::ssl::context::pem, ec);
+  if (ec)
+    return fail("broker.ssl.key \"" + cfg.ssl_key() + "\"", ec);
+  if (!cfg.ssl_cafile().empty())
+    tls->load_verify_file(cfg.ssl_cafile(), ec);
+  if (ec)
+    return fail("broker.ssl.cafile \"" + cfg.ssl_cafile() + "\"", ec);
+  if (!cfg.ssl_capath().empty())
+    tls->add_verify_path(cfg.ssl_capath(), ec);
+  if (ec)
+    return fail("broker.ssl.capath \"" + cfg.ssl_capath() + "\"", ec);
+  tls->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+  if (ec)
+    return fail("verify mode", ec);
+  log(log_level::info, component, "peerings use mutually authenticated TLS");
+}
 
 handshake::decision peer_manager::impl::proceed(connection* conn, const endpoint_id& remote,
                                                 bool originator) {
@@ -917,6 +1019,8 @@ peer_manager::~peer_manager() {
 }
 
 expected<uint16_t> peer_manager::listen(const std::string& address, uint16_t port) {
+  if (impl_->tls_error)
+    return impl_->tls_error;
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(address.empty() ? "0.0.0.0" : address, ec);
   if (ec)
@@ -981,6 +1085,10 @@ void peer_manager::peer(const std::string& host, uint16_t port, timespan retry,
   }
   if (out->removed) {
     impl_->report(out, error{ec::shutting_down, "the endpoint has shut down"});
+    return;
+  }
+  if (impl_->tls_error) {
+    impl_->report(out, impl_->tls_error);
     return;
   }
   asio::post(impl_->ioc, [mgr = impl_.get(), out] { mgr->dial(out); });
