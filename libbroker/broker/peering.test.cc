@@ -166,4 +166,11 @@ TEST_CASE("peering with a closed port fails without retry", "[peering]") {
     port = *p;
   }
   CHECK(!a.peer("127.0.0.1", port, 0s));
+  // The application also learns about it as an error event.
+  auto ev = statuses.get(10s);
+  REQUIRE(ev);
+  auto* err = std::get_if<error>(&*ev);
+  REQUIRE(err != nullptr);
+  CHECK(*err == ec::peer_unavailable);
+  CHECK_THAT(err->message(), Catch::Contains(std::to_string(port)));
 }

@@ -106,7 +106,10 @@ struct peer_manager::impl {
   // -- dialing ----------------------------------------------------------------------
 
   void dial(std::shared_ptr<outgoing_peering> out);
-  void dial_failed(const std::shared_ptr<outgoing_peering>& out, const error& err);
+  /// A dial attempt ended without a peering (`err` empty: a peering ended). `reported`:
+  /// the connection already emitted the error event.
+  void dial_failed(const std::shared_ptr<outgoing_peering>& out, const error& err,
+                   bool reported = false);
   void report(const std::shared_ptr<outgoing_peering>& out, const error& err);
 
   // The io_context is declared first so that it is destroyed last: pending handlers (and the
@@ -315,6 +318,8 @@ private:
       case handshake::status::failed: {
         remote_ = res.remote.is_nil() ? hs_->remote_id() : res.remote;
         auto text = to_string(res.err);
+        if (res.err == ec::peer_incompatible)
+          fail_code_ = ec::peer_incompatible;
         if (res.redundant) {
           log(log_level::info, component,
               "closing redundant connection to " + endpoint_text(address_, port_));
@@ -582,10 +587,15 @@ private:
     if (closed_)
       return;
     if (!attached_) {
-      if (!redundant_)
-        log(log_level::warning, component,
-            "peering with " + endpoint_text(address_, port_) + " failed: " + reason);
-      last_error_ = error{handshake_error ? ec::peer_invalid : ec::peer_unavailable, reason};
+      last_error_ = error{handshake_error ? fail_code_ : ec::peer_unavailable,
+                          "peering with " + endpoint_text(address_, port_)
+                            + " failed: " + reason};
+      if (!redundant_) {
+        log(log_level::warning, component, last_error_.message());
+        // Applications learn about failed attempts through error events.
+        auto err = last_error_;
+        mgr_->rt->post([err](core_state& st) { st.emit_error(err); });
+      }
     }
     finish_close(peer_end::lost, reason);
   }
@@ -635,8 +645,10 @@ private:
         mgr_->report(out, error{});
       mgr_->dial_failed(out, error{});
     } else {
-      mgr_->dial_failed(out, last_error_ ? last_error_
-                                         : error{ec::peer_unavailable, "connection failed"});
+      mgr_->dial_failed(out,
+                        last_error_ ? last_error_
+                                    : error{ec::peer_unavailable, "connection failed"},
+                        static_cast<bool>(last_error_));
     }
   }
 
@@ -660,6 +672,7 @@ private:
   bool extension_ = false;
   bool attached_ = false;
   bool redundant_ = false;
+  ec fail_code_ = ec::peer_invalid; // Code of a handshake failure's error event.
   error last_error_;
 
   uint64_t id_ = 0;
@@ -924,7 +937,7 @@ void peer_manager::impl::report(const std::shared_ptr<outgoing_peering>& out, co
 }
 
 void peer_manager::impl::dial_failed(const std::shared_ptr<outgoing_peering>& out,
-                                     const error& err) {
+                                     const error& err, bool reported) {
   // A connection that reached phase 3 reports success when it attaches; see attach().
   bool retry;
   {
@@ -932,6 +945,8 @@ void peer_manager::impl::dial_failed(const std::shared_ptr<outgoing_peering>& ou
     retry = !shutting_down && !out->removed && out->retry.count() > 0;
   }
   if (err) {
+    if (!reported)
+      rt->post([err](core_state& st) { st.emit_error(err); });
     if (!retry)
       report(out, err);
     else
