@@ -57,7 +57,7 @@ struct peer_attachment {
   bool extension = false;       ///< The peer advertised origin-v1.
   std::string address;          ///< For status events.
   uint16_t port = 0;            ///< For status events.
-  std::shared_ptr<peer_queue> queue;
+  std::shared_ptr<send_queue> queue;
   std::shared_ptr<source_inbox> inbox;
   /// What we sent in the handshake (our announcement so far).
   filter_type handshake_filter;

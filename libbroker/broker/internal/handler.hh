@@ -14,7 +14,7 @@
 //      the drop policies apply, and reports what was accepted, dropped or disconnected.
 
 #include "broker/internal/local_queue.hh"
-#include "broker/internal/peer_queue.hh"
+#include "broker/internal/send_queue.hh"
 #include "broker/internal/topic_index.hh"
 #include "broker/metrics.hh"
 #include "broker/topic.hh"
@@ -147,7 +147,7 @@ namespace broker::internal {
 class peer_handler : public handler {
 public:
   peer_handler(uint64_t id, endpoint_id remote, bool extension,
-               std::shared_ptr<peer_queue> queue)
+               std::shared_ptr<send_queue> queue)
     : handler(id, handler_kind::peer, queue->policy(), queue->capacity()),
       remote_(remote),
       extension_(extension),
@@ -170,7 +170,7 @@ public:
     queue_->close();
   }
 
-  const std::shared_ptr<peer_queue>& queue() const noexcept { return queue_; }
+  const std::shared_ptr<send_queue>& queue() const noexcept { return queue_; }
 
   /// The filter we last announced to this peer (to send routing updates only on change).
   filter_type& announced() noexcept { return announced_; }
@@ -183,7 +183,7 @@ protected:
 private:
   endpoint_id remote_;
   bool extension_;
-  std::shared_ptr<peer_queue> queue_;
+  std::shared_ptr<send_queue> queue_;
   filter_type announced_;
 };
 

@@ -4,7 +4,7 @@
 #include "broker/internal/core_runtime.hh"
 #include "broker/internal/handshake.hh"
 #include "broker/internal/logger.hh"
-#include "broker/internal/peer_queue.hh"
+#include "broker/internal/send_queue.hh"
 #include "broker/internal/source_inbox.hh"
 #include "broker/internal/wire.hh"
 
@@ -217,7 +217,7 @@ public:
   uint64_t id() const noexcept { return id_; }
 
   /// Called by the manager while attaching (under its mutex).
-  void set_attachment(uint64_t id, std::shared_ptr<peer_queue> out,
+  void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                       std::shared_ptr<source_inbox> in) {
     id_ = id;
     out_ = std::move(out);
@@ -503,7 +503,7 @@ public:
   }
 
 private:
-  void append_data(const peer_item& item) {
+  void append_data(const send_item& item) {
     const auto& bytes = item.msg.impl().binary(); // Encoded once, shared by all peers.
     if (bytes.empty())
       return;
@@ -558,7 +558,7 @@ private:
     items_.clear();
   }
 
-  void append_data_to_ctrl(const peer_item& item) {
+  void append_data_to_ctrl(const send_item& item) {
     std::swap(wbuf_, ctrl_);
     append_data(item);
     std::swap(wbuf_, ctrl_);
@@ -676,11 +676,11 @@ private:
   error last_error_;
 
   uint64_t id_ = 0;
-  std::shared_ptr<peer_queue> out_;
+  std::shared_ptr<send_queue> out_;
   std::shared_ptr<source_inbox> in_;
   std::vector<data_message> input_;
   size_t input_pos_ = 0;
-  std::vector<peer_item> items_;
+  std::vector<send_item> items_;
   uint64_t malformed_ = 0;
 
   bool reading_ = false;
@@ -798,7 +798,7 @@ handshake::decision peer_manager::impl::proceed(connection* conn, const endpoint
 bool peer_manager::impl::attach(const std::shared_ptr<connection>& conn) {
   auto remote = conn->remote();
   uint64_t id = 0;
-  std::shared_ptr<peer_queue> out;
+  std::shared_ptr<send_queue> out;
   std::shared_ptr<source_inbox> in;
   std::vector<std::weak_ptr<connection>> to_drop;
   {
@@ -813,7 +813,7 @@ bool peer_manager::impl::attach(const std::shared_ptr<connection>& conn) {
       paused.erase(i);
     }
     id = next_id();
-    out = std::make_shared<peer_queue>(peer_capacity, peer_policy);
+    out = std::make_shared<send_queue>(peer_capacity, peer_policy);
     in = std::make_shared<source_inbox>(id, inbox_capacity);
     conn->set_attachment(id, out, in);
   }

@@ -1,26 +1,26 @@
-#include "broker/internal/peer_queue.hh"
+#include "broker/internal/send_queue.hh"
 
 #include "broker/internal/local_queue.hh"
 
 namespace broker::internal {
 
-peer_queue::peer_queue(size_t capacity, overflow_policy policy)
+send_queue::send_queue(size_t capacity, overflow_policy policy)
   : capacity_(capacity == 0 ? 1 : capacity), policy_(policy) {
 }
 
-void peer_queue::on_ready(std::function<void()> callback) {
+void send_queue::on_ready(std::function<void()> callback) {
   std::lock_guard<std::mutex> guard{mtx_};
   ready_ = std::move(callback);
 }
 
-void peer_queue::notify_locked(std::function<void()>& cb) {
+void send_queue::notify_locked(std::function<void()>& cb) {
   if (!scheduled_ && (!items_.empty() || announcement_ || closed_)) {
     scheduled_ = true;
     cb = ready_;
   }
 }
 
-push_result peer_queue::push(std::vector<data_message>& xs, std::vector<route_info>& routes) {
+push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_info>& routes) {
   push_result result;
   std::function<void()> cb;
   {
@@ -61,7 +61,7 @@ push_result peer_queue::push(std::vector<data_message>& xs, std::vector<route_in
       }
     }
     for (size_t i = first; i < n; ++i)
-      items_.push_back(peer_item{std::move(xs[i]), routes[i]});
+      items_.push_back(send_item{std::move(xs[i]), routes[i]});
     size_.store(items_.size(), std::memory_order_relaxed);
     notify_locked(cb);
   }
@@ -72,7 +72,7 @@ push_result peer_queue::push(std::vector<data_message>& xs, std::vector<route_in
   return result;
 }
 
-void peer_queue::announce(filter_type filter) {
+void send_queue::announce(filter_type filter) {
   std::function<void()> cb;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -85,7 +85,7 @@ void peer_queue::announce(filter_type filter) {
     cb();
 }
 
-void peer_queue::close() {
+void send_queue::close() {
   std::function<void()> cb;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -97,7 +97,7 @@ void peer_queue::close() {
     cb();
 }
 
-bool peer_queue::take(std::vector<peer_item>& out, std::optional<filter_type>& announcement) {
+bool send_queue::take(std::vector<send_item>& out, std::optional<filter_type>& announcement) {
   std::lock_guard<std::mutex> guard{mtx_};
   scheduled_ = false;
   out.insert(out.end(), std::make_move_iterator(items_.begin()),

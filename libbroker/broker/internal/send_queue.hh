@@ -1,7 +1,7 @@
 #pragma once
 
-// peer_queue: the bounded send queue between the core (producer) and one peering
-// connection (consumer, running on its Asio strand).
+// send_queue: the bounded send queue between the core (producer) and one network
+// connection (consumer, on its Asio strand): a peering or a WebSocket client.
 //
 // Threads: the core pushes data and routing announcements; the connection's strand takes
 // everything at once and turns it into one gather-write. The ready callback (a post to the
@@ -9,7 +9,7 @@
 // one post per write cycle, not one per message.
 //
 // Policies: drop_oldest, drop_newest, disconnect (peers never block anybody, DESIGN §4).
-// Routing announcements are not data: they are never dropped, and only the newest one
+// Routing announcements (peers only) are not data: they are never dropped, and only the newest one
 // matters, so a pending announcement is simply replaced.
 
 #include "broker/message.hh"
@@ -29,15 +29,15 @@ namespace broker::internal {
 struct push_result; // Defined in local_queue.hh.
 
 /// One message to send, with what goes into its frame header.
-struct peer_item {
+struct send_item {
   data_message msg;
   route_info route;
 };
 
 /// See the file comment.
-class peer_queue {
+class send_queue {
 public:
-  peer_queue(size_t capacity, overflow_policy policy);
+  send_queue(size_t capacity, overflow_policy policy);
 
   size_t capacity() const noexcept { return capacity_; }
   overflow_policy policy() const noexcept { return policy_; }
@@ -62,7 +62,7 @@ public:
 
   /// Moves everything pending into `out` / `announcement`. Returns false once the queue is
   /// closed and drained.
-  bool take(std::vector<peer_item>& out, std::optional<filter_type>& announcement);
+  bool take(std::vector<send_item>& out, std::optional<filter_type>& announcement);
 
 private:
   void notify_locked(std::function<void()>& cb); // Pre: mtx_ held.
@@ -70,7 +70,7 @@ private:
   const size_t capacity_;
   const overflow_policy policy_;
   mutable std::mutex mtx_;
-  std::deque<peer_item> items_;
+  std::deque<send_item> items_;
   std::optional<filter_type> announcement_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};
