@@ -91,6 +91,58 @@ endpoint::endpoint(configuration cfg) {
   });
   ctx_->start(std::move(rt));
   ctx_->start_network(std::move(net));
+  // Servers the configuration asks for start with the endpoint, as in Broker.
+  if (auto p = conf.web_socket_port(); p != 0)
+    if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
+      startup_error_ = res.error_value();
+  if (auto p = conf.metrics_port(); p != 0)
+    if (auto res = metrics_listen(conf.metrics_address(), p); !res)
+      startup_error_ = res.error_value();
+}
+
+namespace {
+
+expected<uint16_t> start_http(internal::endpoint_context& ctx,
+                              const std::shared_ptr<internal::endpoint_context>& shared,
+                              const std::string& address, uint16_t port, bool web_socket) {
+  auto net = ctx.network();
+  auto rt = ctx.runtime();
+  if (!net || !rt)
+    return error{ec::shutting_down, "the endpoint has shut down"};
+  const auto& conf = ctx.config();
+  internal::http_options opts;
+  opts.web_socket = web_socket;
+  opts.metrics = !web_socket;
+  opts.node = ctx.id();
+  opts.version = BROKER_VERSION_STRING;
+  opts.buffer_size = conf.web_socket_buffer_size();
+  opts.policy = conf.web_socket_overflow_policy();
+  opts.inbox_capacity = conf.publisher_buffer_size();
+  opts.max_depth = conf.max_nesting_depth();
+  auto srv = internal::http_server::start(*net, rt, [shared] { return shared->next_id(); },
+                                          address, port, opts);
+  if (!srv)
+    return srv.error_value();
+  auto bound = (*srv)->port();
+  internal::log(internal::log_level::info, web_socket ? "web-socket" : "metrics",
+                "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
+                  + std::to_string(bound));
+  ctx.add_server(std::move(*srv));
+  return bound;
+}
+
+} // namespace
+
+expected<uint16_t> endpoint::web_socket_listen(const std::string& address, uint16_t port) {
+  return start_http(*ctx_, ctx_, address, port, true);
+}
+
+expected<uint16_t> endpoint::metrics_listen(const std::string& address, uint16_t port) {
+  return start_http(*ctx_, ctx_, address, port, false);
+}
+
+const error& endpoint::startup_error() const noexcept {
+  return startup_error_;
 }
 
 endpoint::~endpoint() {
@@ -228,6 +280,8 @@ filter_type endpoint::peer_subscriptions() const {
 }
 
 void endpoint::shutdown() {
+  for (auto& srv : ctx_->stop_servers())
+    srv->stop();
   // Network first: peers get BYE while the core can still hand them queued messages.
   if (auto net = ctx_->stop_network())
     net->shutdown();

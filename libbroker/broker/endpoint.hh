@@ -129,6 +129,20 @@ public:
   /// The union of the filters our peers announced (what we forward to them).
   filter_type peer_subscriptions() const;
 
+  // -- WebSocket JSON API and metrics ---------------------------------------------------
+
+  /// Serves Broker's WebSocket JSON API v1 on ws://`address`:`port`/v1/messages/json
+  /// (port 0: ephemeral). Returns the bound port. The endpoint starts this by itself when
+  /// broker.web-socket.port (or BROKER_WEB_SOCKET_PORT) is set.
+  expected<uint16_t> web_socket_listen(const std::string& address = "", uint16_t port = 0);
+
+  /// Serves the metrics in Prometheus text format on http://`address`:`port`/metrics.
+  /// Started by itself when broker.metrics.port (or BROKER_METRICS_PORT) is set.
+  expected<uint16_t> metrics_listen(const std::string& address = "", uint16_t port = 0);
+
+  /// A problem starting a server the configuration asked for (none if all went well).
+  const error& startup_error() const noexcept;
+
   // -- introspection and lifetime ----------------------------------------------------
 
   /// The union of all local subscriptions, minimized (internal "<$>" topics excluded).
@@ -147,6 +161,7 @@ private:
   std::shared_ptr<internal::endpoint_context> ctx_;
   /// The source behind publish(): one inbox, so calls from one thread stay in order.
   std::shared_ptr<internal::source_inbox> own_;
+  error startup_error_;
 };
 
 } // namespace broker

@@ -42,6 +42,7 @@ void core_state::remove_handler(uint64_t id) {
   h.close();
   dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), &h), dirty_.end());
   peers_.erase(id);
+  clients_.erase(id);
   handlers_.erase(i);
   // A source may have been parked on this handler.
   resume_needed_ = true;
@@ -142,6 +143,32 @@ void core_state::update_peer_filter(uint64_t id, filter_type filter) {
   auto old = i->second->filter();
   unsubscribe(id, old);
   subscribe(id, filter);
+}
+
+void core_state::add_client(client_attachment att) {
+  auto h = std::make_unique<client_handler>(att.id, att.client, att.queue);
+  clients_[att.id] = h.get();
+  add_handler(std::move(h), att.filter);
+  add_source(att.inbox);
+  sources_[att.id].client = true;
+  endpoint_info ctx{att.client, network_info{att.address, att.port, 0}};
+  emit_status(status{sc::endpoint_discovered, ctx, "found a new WebSocket client"});
+  emit_status(status{sc::peer_added, ctx, "handshake successful"});
+}
+
+void core_state::remove_client(uint64_t id, peer_end why, std::string reason) {
+  auto i = clients_.find(id);
+  if (i == clients_.end())
+    return;
+  endpoint_info ctx{i->second->client(), std::nullopt};
+  remove_source(id);
+  remove_handler(id);
+  if (why == peer_end::lost)
+    emit_status(status{sc::peer_lost, ctx, "lost WebSocket client: " + reason});
+  else
+    emit_status(status{sc::peer_removed, ctx, "removed WebSocket client: " + reason});
+  emit_status(status{sc::endpoint_unreachable, ctx, "lost the last path"});
+  settle();
 }
 
 std::vector<std::pair<endpoint_id, filter_type>> core_state::peer_filters() const {
@@ -267,7 +294,7 @@ void core_state::process(uint64_t id) {
           continue;
         }
       }
-      if (!route(msg, id, src.remote, true)) {
+      if (!route(msg, &src, id, true)) {
         src.parked = true;
         parked_.push_back(id);
         ++counters_.suspensions;
@@ -307,8 +334,9 @@ void core_state::resume_parked() {
 
 // -- routing --------------------------------------------------------------------
 
-bool core_state::route(const data_message& msg, uint64_t source_id, bool remote,
-                       bool may_park) {
+bool core_state::route(const data_message& msg, const source_state* src,
+                       uint64_t source_id, bool may_park) {
+  bool remote = src != nullptr && src->remote;
   ++counters_.processed;
   const auto& targets = index_.lookup(msg.topic());
   if (targets.empty()) {
@@ -330,8 +358,10 @@ bool core_state::route(const data_message& msg, uint64_t source_id, bool remote,
     }
     // A message whose TTL is used up is still delivered here, just not relayed.
     may_forward = !opts_.disable_forwarding && out.ttl > 0;
-  } else if (source_id != core_source_id) {
+  } else if (src != nullptr) {
     out = route_info{opts_.id, ++next_sequence_, 0, opts_.ttl};
+    // WebSocket clients count as non-local: a leaf node does not forward their messages.
+    may_forward = !(src->client && opts_.disable_forwarding);
   } else {
     may_forward = false; // Core events are local by definition.
   }
@@ -408,6 +438,10 @@ void core_state::settle() {
           remove_peer(id, peer_end::removed, "send buffer overflow");
           continue;
         }
+        if (auto i = clients_.find(id); i != clients_.end()) {
+          remove_client(id, peer_end::removed, "output queue overflow");
+          continue;
+        }
         remove_handler(id);
       }
       continue;
@@ -415,7 +449,7 @@ void core_state::settle() {
     if (!events_.empty()) {
       auto msg = std::move(events_.front());
       events_.pop_front();
-      route(msg, core_source_id, false, false);
+      route(msg, nullptr, core_source_id, false);
       continue;
     }
     if (resume_needed_) {

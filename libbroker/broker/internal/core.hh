@@ -63,6 +63,17 @@ struct peer_attachment {
   filter_type handshake_filter;
 };
 
+/// Everything the core needs to attach a WebSocket client that sent its subscriptions.
+struct client_attachment {
+  uint64_t id = 0;          ///< Handler and source id of this client.
+  endpoint_id client;       ///< A random id for status events.
+  filter_type filter;       ///< The client's subscriptions.
+  std::string address;      ///< For status events.
+  uint16_t port = 0;        ///< For status events.
+  std::shared_ptr<send_queue> queue;
+  std::shared_ptr<source_inbox> inbox;
+};
+
 /// Why a peering ended, for the status event.
 enum class peer_end : uint8_t {
   removed, ///< We unpeered (or shut down, or the peer overflowed under `disconnect`).
@@ -118,6 +129,13 @@ public:
   /// Replaces the peer's filter (a routing_update arrived).
   void update_peer_filter(uint64_t id, filter_type filter);
 
+  /// Adds a WebSocket client (handler and source); its subscriptions become part of the
+  /// node's filter. Emits endpoint_discovered and peer_added for the client.
+  void add_client(client_attachment att);
+
+  /// Removes a client; emits peer_removed or peer_lost, then endpoint_unreachable.
+  void remove_client(uint64_t id, peer_end why, std::string reason);
+
   /// The ids and filters of the attached peers.
   std::vector<std::pair<endpoint_id, filter_type>> peer_filters() const;
 
@@ -159,6 +177,7 @@ private:
   struct source_state {
     std::shared_ptr<source_inbox> inbox;
     bool remote = false; // A peering: apply forwarding rules and loop suppression.
+    bool client = false; // A WebSocket client: not local for disable-forwarding.
     std::vector<data_message> batch;
     size_t pos = 0;
     size_t released = 0;
@@ -180,7 +199,8 @@ private:
   void local_filter_remove(const filter_type& xs);
   void announce();
   void resume_parked();
-  bool route(const data_message& msg, uint64_t source_id, bool remote, bool may_park);
+  bool route(const data_message& msg, const source_state* src, uint64_t source_id,
+             bool may_park);
   void flush_all();
   handler* find(uint64_t id);
 
@@ -194,6 +214,7 @@ private:
   std::vector<uint64_t> parked_;     // Sources waiting for room, in parking order.
   std::map<std::string, size_t> local_prefixes_; // Local subscriptions, reference-counted.
   std::unordered_map<uint64_t, peer_handler*> peers_;
+  std::unordered_map<uint64_t, client_handler*> clients_;
   std::map<endpoint_id, seen_window> seen_;
   uint64_t next_sequence_ = 0;
   bool announce_needed_ = false;

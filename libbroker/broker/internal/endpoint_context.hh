@@ -9,12 +9,14 @@
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core_runtime.hh"
+#include "broker/internal/http_server.hh"
 #include "broker/internal/peering.hh"
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace broker::internal {
 
@@ -62,6 +64,16 @@ public:
     return std::move(net_);
   }
 
+  void add_server(std::shared_ptr<http_server> srv) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    servers_.push_back(std::move(srv));
+  }
+
+  std::vector<std::shared_ptr<http_server>> stop_servers() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(servers_);
+  }
+
 private:
   configuration cfg_;
   endpoint_id id_;
@@ -69,6 +81,7 @@ private:
   mutable std::mutex mtx_;
   std::shared_ptr<core_runtime> rt_;
   std::shared_ptr<peer_manager> net_;
+  std::vector<std::shared_ptr<http_server>> servers_;
 };
 
 } // namespace broker::internal

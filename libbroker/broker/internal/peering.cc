@@ -1160,6 +1160,15 @@ std::vector<peer_record> peer_manager::peers() const {
   return result;
 }
 
+boost::asio::io_context& peer_manager::io_context() noexcept {
+  return impl_->ioc;
+}
+
+void* peer_manager::tls_context(error& err) const noexcept {
+  err = impl_->tls_error;
+  return impl_->tls.get();
+}
+
 void peer_manager::update_filter(const filter_type& filter) {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   impl_->filter = filter;

@@ -33,6 +33,10 @@
 #include <string>
 #include <vector>
 
+namespace boost::asio {
+class io_context;
+} // namespace boost::asio
+
 namespace broker::internal {
 
 class core_runtime;
@@ -74,6 +78,14 @@ public:
 
   /// The live peerings.
   std::vector<peer_record> peers() const;
+
+  /// The io_context that runs every socket of the endpoint (the HTTP/WebSocket server
+  /// shares it, DESIGN §5).
+  boost::asio::io_context& io_context() noexcept;
+
+  /// The TLS context configured from broker.ssl.* (a boost::asio::ssl::context), or null
+  /// for plain TCP; `err` receives a configuration error.
+  void* tls_context(error& err) const noexcept;
 
   /// The current filter for new handshakes (the core calls this on every change).
   void update_filter(const filter_type& filter);

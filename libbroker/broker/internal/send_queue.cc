@@ -53,6 +53,7 @@ push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_in
           n = room;
           if (policy_ == overflow_policy::disconnect) {
             result.disconnected = true;
+            overflowed_ = true;
             closed_ = true;
           }
         }
@@ -61,7 +62,7 @@ push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_in
       }
     }
     for (size_t i = first; i < n; ++i)
-      items_.push_back(send_item{std::move(xs[i]), routes[i]});
+      items_.push_back(send_item{std::move(xs[i]), i < routes.size() ? routes[i] : route_info{}});
     size_.store(items_.size(), std::memory_order_relaxed);
     notify_locked(cb);
   }

@@ -58,6 +58,9 @@ public:
   void close();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
+  /// True if the queue closed because it overflowed under `disconnect`.
+  bool overflowed() const noexcept { return overflowed_.load(std::memory_order_acquire); }
+
   // -- connection side ----------------------------------------------------------
 
   /// Moves everything pending into `out` / `announcement`. Returns false once the queue is
@@ -74,6 +77,7 @@ private:
   std::optional<filter_type> announcement_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};
+  std::atomic<bool> overflowed_{false};
   bool scheduled_ = false;
   std::function<void()> ready_;
 };
