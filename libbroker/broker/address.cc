@@ -1,10 +1,14 @@
 #include "broker/address.hh"
 
+#include "broker/internal/hex.hh"
+
 #include <cstddef>
 
 namespace broker {
 
 namespace {
+
+using internal::hex_value;
 
 // Layout of the 16 stored bytes (binary-data.md §4.5).
 constexpr size_t num_bytes = 16;
@@ -18,15 +22,6 @@ constexpr uint8_t v4_mapped_marker = 0xff; // bytes 10 and 11 of a v4-mapped add
 constexpr size_t bits_per_byte = 8;
 constexpr size_t min_zero_run = 2; // RFC 5952: "::" never replaces a single group
 
-constexpr int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 constexpr bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';

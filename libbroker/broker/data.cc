@@ -1,5 +1,7 @@
 #include "broker/data.hh"
 
+#include "broker/internal/hex.hh"
+
 #include <charconv>
 #include <cmath>
 #include <ostream>
@@ -135,7 +137,7 @@ void append_real(real x, std::string& out) {
 }
 
 void append_quoted(const std::string& str, std::string& out) {
-  static constexpr char hex_digits[] = "0123456789abcdef";
+  using internal::hex_digits;
   constexpr unsigned char first_printable = 0x20;
   constexpr unsigned char del = 0x7f;
   out += '"';

@@ -1,11 +1,16 @@
 #include "broker/endpoint_id.hh"
 
+#include "broker/internal/hex.hh"
+
 #include <cstddef>
 #include <random>
 
 namespace broker {
 
 namespace {
+
+using internal::hex_digits;
+using internal::hex_value;
 
 // RFC 4122 layout details (peering-wire.md §9).
 constexpr size_t version_byte = 6;
@@ -18,18 +23,8 @@ constexpr uint8_t variant_mask = 0x3f;
 constexpr size_t text_len = 36;       // 32 hex digits and 4 hyphens
 constexpr size_t hyphens[] = {8, 13, 18, 23};
 constexpr std::string_view whitespace = " \t\n\r\f\v";
-constexpr std::string_view hex_digits = "0123456789abcdef";
 constexpr unsigned nibble_bits = 4;
 
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 bool is_hyphen_position(size_t i) noexcept {
   for (auto h : hyphens)

@@ -1,5 +1,7 @@
 #include "broker/internal/json.hh"
 
+#include "broker/internal/hex.hh"
+
 #include "broker/address.hh"
 #include "broker/port.hh"
 #include "broker/subnet.hh"
@@ -13,7 +15,6 @@ namespace {
 
 constexpr std::string_view replacement_character = "\xEF\xBF\xBD"; // U+FFFD in UTF-8
 
-constexpr char hex_digits[] = "0123456789abcdef";
 
 /// Enough for any double in shortest form and any 64-bit integer.
 constexpr size_t number_buffer_size = 32;
