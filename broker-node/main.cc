@@ -1,0 +1,85 @@
+// broker-node: a Broker endpoint as a daemon. It listens for peers, dials the peers it is
+// given, subscribes to its topics (and so relays them between its peers), and runs one of
+// three modes on the main thread: relay, ping or pong. See doc/node.md.
+//
+// Start-up order matters:
+//   1. Block SIGINT/SIGTERM (signal_watch) before the endpoint starts its threads.
+//   2. Parse and validate options; exit 1 with a message naming the option on error.
+//   3. Start the endpoint, subscribe to events and to the mode's topics, so the first
+//      handshake already carries the topics and -v sees the first peer_added.
+//   4. Listen (print `listening on <port>`; exit 2 if that fails), dial --peers.
+//   5. Run the mode; on return the endpoint shuts down gracefully (BYE to every peer).
+
+#include "modes.hh"
+#include "node_options.hh"
+#include "node_session.hh"
+
+#include <broker/endpoint.hh>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace broker_node;
+
+namespace {
+
+constexpr const char* program_name = "broker-node";
+
+int fail(int code, const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", program_name, what.c_str());
+  return code;
+}
+
+int run(broker::configuration cfg, const node_options& opts, signal_watch& signals) {
+  broker::endpoint ep{std::move(cfg)};
+  node_session session{ep, opts, signals};
+  auto hub = ep.make_hub(mode_filter(opts));
+  if (opts.listen) {
+    auto port = ep.listen(opts.listen_address, opts.port);
+    if (!port)
+      return fail(exit_runtime_failure, "cannot listen on \"" + opts.listen_address + "\":"
+                                          + std::to_string(opts.port) + ": "
+                                          + to_string(port.error_value()));
+    print_line("listening on " + std::to_string(*port));
+  }
+  for (auto& peer : opts.peers)
+    ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
+  switch (opts.mode) {
+    case node_mode::ping:
+      return run_ping(session, hub);
+    case node_mode::pong:
+      return run_pong(session, hub);
+    case node_mode::relay:
+      break;
+  }
+  return run_relay(session, hub);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // A reader of our stdout that goes away must not kill the node; writes just fail.
+  std::signal(SIGPIPE, SIG_IGN);
+  signal_watch signals;
+  if (signals.fd() < 0)
+    return fail(exit_runtime_failure, "cannot create a signalfd for SIGINT/SIGTERM");
+  broker::configuration cfg;
+  if (auto err = add_node_options(cfg))
+    return fail(exit_runtime_failure, err.message());
+  std::vector<std::string> rest;
+  auto err = cfg.load(argc, argv, &rest);
+  if (cfg.help_requested()) {
+    std::printf("Usage: %s [options]\n\n%s", program_name, cfg.help_text().c_str());
+    return exit_clean;
+  }
+  if (err)
+    return fail(exit_invalid_config, err.message());
+  if (!rest.empty())
+    return fail(exit_invalid_config, "unexpected argument \"" + rest.front() + "\"");
+  auto opts = read_node_options(cfg);
+  if (!opts)
+    return fail(exit_invalid_config, opts.error_value().message());
+  return run(std::move(cfg), *opts, signals);
+}

@@ -1,0 +1,65 @@
+#pragma once
+
+// broker-node's own options: the rows it adds to the configuration's table (so that the
+// command line, config files and --help treat them like library options) and the validated
+// value the rest of the program reads.
+//
+// Flow at start-up (main.cc):
+//   1. add_node_options(cfg) adds the rows (topics, peers, mode, ...).
+//   2. cfg.load(argc, argv) reads file, environment and command line.
+//   3. read_node_options(cfg) checks what the table cannot check alone (peer URIs, a topic
+//      for ping/pong, TLS settings this build cannot honour) and returns node_options or an
+//      error whose message names the option.
+
+#include <broker/configuration.hh>
+#include <broker/error.hh>
+#include <broker/topic.hh>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace broker_node {
+
+/// What the node does with the topics (see doc/node.md).
+enum class node_mode : uint8_t {
+  relay, ///< Subscribe to the topics (and so relay them); print; exit on the value "stop".
+  ping,  ///< Publish pings on the first topic, time the pongs, print a summary, exit.
+  pong,  ///< Answer every ping on the topics with a pong on <topic>/pong.
+};
+
+/// One entry of --peers.
+struct peer_address {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// The node's settings after validation.
+struct node_options {
+  node_mode mode = node_mode::relay;
+  broker::filter_type topics;
+  std::vector<peer_address> peers;
+  std::chrono::seconds peer_retry{0};
+  bool verbose = false;
+  bool rate = false;
+  bool listen = true;
+  std::string listen_address;
+  uint16_t port = 0;
+  uint64_t num_pings = 0;
+  uint64_t payload_size = 0;
+  std::chrono::seconds ping_timeout{0};
+};
+
+/// Adds broker-node's rows to `cfg`. Fails only on a clash with the library's table.
+broker::error add_node_options(broker::configuration& cfg);
+
+/// Validates and collects the node's settings from a loaded configuration. Errors
+/// (ec::invalid_config) name the option, e.g. `peers: expected tcp://host:port, got "x"`.
+broker::expected<node_options> read_node_options(const broker::configuration& cfg);
+
+/// Parses `tcp://host:port`, `tcp://[v6addr]:port` or Broker's `<tcp://host:port>`.
+broker::expected<peer_address> parse_peer_uri(std::string_view text);
+
+} // namespace broker_node

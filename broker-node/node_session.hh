@@ -1,0 +1,100 @@
+#pragma once
+
+// The node's main-thread event loop and its output.
+//
+// Threads: everything here runs on the main thread. The endpoint's own threads never touch
+// it; they reach the main thread only through the file descriptors of the subscribers, and
+// signals reach it through a signalfd (no work happens in a signal handler).
+//
+// Flow:
+//   1. signal_watch blocks SIGINT and SIGTERM in the main thread *before* the endpoint
+//      starts its threads (they inherit the mask), and opens a signalfd for them.
+//   2. node_session subscribes to status and error events before any peering starts, so
+//      that `-v` shows every peer_added.
+//   3. A mode (modes.hh) calls wait() with its hub's descriptor; wait() prints pending
+//      events and the `rate:` line on the way, and reports a signal.
+//
+// Output format (stdout, one line per event, flushed per line; see doc/node.md):
+//   listening on <port>
+//   status <code> <peer id or -> <host:port or -> <message>
+//   error <code> <message>
+//   received <topic> <value>
+//   rate: <n> messages/s
+
+#include "node_options.hh"
+
+#include <broker/endpoint.hh>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace broker_node {
+
+/// Writes `line` and a newline to stdout and flushes: tests and scripts read line by line.
+void print_line(std::string_view line);
+
+/// `text` with backslashes and control characters escaped (`\\`, `\n`, `\xNN`), so that a
+/// value can never break the one-line-per-event format.
+std::string escape_line(std::string_view text);
+
+/// `received <topic> <value>`.
+std::string received_line(const broker::data_message& msg);
+
+/// `status ...` or `error ...`; empty for `none`.
+std::string event_line(const broker::status_variant& event);
+
+/// Owns SIGINT and SIGTERM for the process (see the file comment).
+class signal_watch {
+public:
+  /// Blocks the signals in the calling thread. Call before any other thread starts.
+  signal_watch();
+  ~signal_watch();
+
+  signal_watch(const signal_watch&) = delete;
+  signal_watch& operator=(const signal_watch&) = delete;
+
+  /// Readable when a signal is pending; -1 if the signalfd could not be created.
+  int fd() const noexcept { return fd_; }
+
+  /// Consumes pending signals; returns true if there was one.
+  bool consume();
+
+private:
+  int fd_ = -1;
+};
+
+/// Why wait() returned.
+enum class wake_reason : uint8_t { input, signal, deadline };
+
+/// The main thread's loop state shared by all modes.
+class node_session {
+public:
+  using clock = std::chrono::steady_clock;
+
+  /// Subscribes to status/error events (printed with -v).
+  node_session(broker::endpoint& ep, const node_options& opts, signal_watch& signals);
+
+  /// Waits until `fd` is readable, a signal arrives or `deadline` passes. Meanwhile prints
+  /// events (with -v) and, with -r, a rate line every second.
+  wake_reason wait(int fd, clock::time_point deadline);
+
+  /// Counts `msg` for the rate line and prints it with -v.
+  void received(const broker::data_message& msg);
+
+  broker::endpoint& endpoint() noexcept { return ep_; }
+  const node_options& options() const noexcept { return opts_; }
+
+private:
+  void drain_events();
+  void tick(clock::time_point now);
+
+  broker::endpoint& ep_;
+  const node_options& opts_;
+  signal_watch& signals_;
+  broker::status_subscriber events_;
+  clock::time_point next_tick_;
+  uint64_t received_since_tick_ = 0;
+};
+
+} // namespace broker_node
