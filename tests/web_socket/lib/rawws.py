@@ -82,6 +82,7 @@ class RawClient:
         if rcvbuf is not None:
             # Before connect(), so that the window scale the kernel offers stays small.
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.timeout = timeout
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
         self.buf = b""
@@ -97,9 +98,6 @@ class RawClient:
             raise ProtocolError("upgrade refused: %r" % self.response)
         if self.headers.get("sec-websocket-accept") != [accept_key(key)]:
             raise ProtocolError("wrong Sec-WebSocket-Accept in %r" % self.response)
-
-    def settimeout(self, seconds):
-        self.sock.settimeout(seconds)
 
     def close(self):
         try:
@@ -136,7 +134,11 @@ class RawClient:
     # -- receiving --------------------------------------------------------------------
 
     def _fill(self):
-        chunk = self.sock.recv(65536)
+        try:
+            chunk = self.sock.recv(65536)
+        except socket.timeout:
+            raise ProtocolError("timed out after %.1f s waiting for the server"
+                                % self.sock.gettimeout())
         if not chunk:
             raise EOFError("the server closed the TCP connection")
         self.buf += chunk
@@ -183,6 +185,21 @@ class RawClient:
             raise ProtocolError("expected a text message, got opcode 0x%x: %r"
                                 % (opcode, payload[:200]))
         return payload.decode()
+
+    def poll_text(self, idle):
+        """The next text message, or None if no byte at all arrives within `idle` seconds."""
+        if not self.buf:
+            self.sock.settimeout(idle)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                return None
+            finally:
+                self.sock.settimeout(self.timeout)
+            if not chunk:
+                raise EOFError("the server closed the TCP connection")
+            self.buf += chunk
+        return self.recv_text()
 
     def expect_eof(self):
         """Returns True if the server closes TCP without sending anything more."""

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import traceback
+import urllib.request
 
 import websockets
 
@@ -234,6 +235,38 @@ def error_frame(context, code="deserialization_failed"):
     return '{"type":"error","code":"%s","context":%s}' % (code, json.dumps(context))
 
 
+# -- metrics ------------------------------------------------------------------------------
+
+
+def scrape(port, timeout=WAIT_TIMEOUT):
+    """GET /metrics as {'name{labels}': value}; fails unless the answer is 200 text/plain."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=timeout) as res:
+        check_eq(res.status, 200, "status of GET /metrics")
+        check(res.headers.get("Content-Type", "").startswith("text/plain"),
+              "Content-Type of /metrics: %r" % res.headers.get("Content-Type"))
+        text = res.read().decode()
+    result = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        result[key] = float(value)
+    return result
+
+
+async def poll_metric(port, key, pred, timeout=WAIT_TIMEOUT, what=None):
+    """Scrapes until `pred(value of key)` holds; returns the metrics. Fails on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = await asyncio.get_running_loop().run_in_executor(None, scrape, port)
+        if key in m and pred(m[key]):
+            return m
+        if time.monotonic() > deadline:
+            raise TestFailure("timed out waiting for %s; %s = %r"
+                              % (what or "a metric", key, m.get(key)))
+        await asyncio.sleep(0.05)
+
+
 # -- running a test -----------------------------------------------------------------------
 
 
@@ -261,7 +294,8 @@ def run(main, limit):
     try:
         asyncio.run(asyncio.wait_for(main(sys.argv[1]), limit))
     except BaseException as e:
-        if isinstance(e, asyncio.TimeoutError):
+        # asyncio.TimeoutError is TimeoutError since Python 3.11: tell them apart by the clock.
+        if isinstance(e, asyncio.TimeoutError) and time.monotonic() - start >= limit:
             print("FAIL %s: the whole test took longer than %d s" % (name, limit))
         else:
             print("FAIL %s: %s" % (name, e))
