@@ -371,15 +371,21 @@ void producer::on_nack(consumer_handle from, const nack& msg, timestamp now, out
   if (msg.epoch != epoch_)
     return;
   i->second.last_seen = now;
-  // The buffer holds everything above the lowest acknowledgement, so a nacked event below
-  // it is one this consumer already acknowledged: a late nack, not a failure.
   auto first = next_seq_ - buffer_.size();
   auto n = std::min(msg.seqs.size(), cfg_.max_nack_seqs);
+  sequence_number lost = 0;
   for (size_t k = 0; k < n; ++k) {
     auto seq = msg.seqs[k];
     if (seq >= first && seq < next_seq_)
       out.push_back({from, event{epoch_, seq, buffer_[seq - first]}});
+    else if (seq < first)
+      lost = std::max(lost, seq);
   }
+  // Usually a late nack for events the consumer has since acknowledged; but a consumer that
+  // applied an older handshake than the one we registered really misses them. Naming the
+  // highest one lets the consumer tell: it re-attaches only if it lacks that event.
+  if (lost > 0)
+    out.push_back({from, retransmit_failed{epoch_, lost}});
 }
 
 void producer::drop(consumer_handle who, drop_reason why, sequence_number failed,
@@ -492,8 +498,12 @@ consumer::outputs consumer::tick(timestamp now) {
     reattach(false, now, out); // Producer gone, or the path to it.
     return out;
   }
-  if (highest_seen_ >= next_ && now - last_nack_ >= interval_)
-    send_nack(next_, highest_seen_, now, out);
+  if (now - last_retry_ >= interval_) {
+    if (retry_horizon_ >= next_)
+      send_nack(next_, retry_horizon_, out);
+    retry_horizon_ = highest_seen_;
+    last_retry_ = now;
+  }
   if (now - last_ack_ >= interval_)
     send_ack(now, out);
   return out;
@@ -515,10 +525,10 @@ void consumer::on_handshake(const handshake& msg, timestamp now, outputs& out) {
   }
   state_ = state::attached;
   epoch_ = msg.epoch;
-  first_seq_ = next_ = msg.first_seq;
+  next_ = msg.first_seq;
   highest_seen_ = next_ - 1;
   interval_ = msg.heartbeat_interval;
-  last_heard_ = last_nack_ = now;
+  last_heard_ = last_retry_ = now;
   buffer_.clear();
   unacked_ = 0;
   ++snapshots_;
@@ -532,8 +542,9 @@ void consumer::on_handshake(const handshake& msg, timestamp now, outputs& out) {
   }
   early_.clear();
   deliver_ready();
+  retry_horizon_ = highest_seen_;
   if (highest_seen_ >= next_)
-    send_nack(next_, highest_seen_, now, out);
+    send_nack(next_, highest_seen_, out);
   send_ack(now, out); // Tells the producer where we start, and that we are alive.
 }
 
@@ -550,7 +561,7 @@ void consumer::on_event(const event& msg, timestamp now, outputs& out) {
       send_ack(now, out);
     return;
   }
-  learn_last_seq(msg.seq - 1, now, out);
+  learn_last_seq(msg.seq - 1, out);
   highest_seen_ = std::max(highest_seen_, msg.seq);
   if (msg.seq < window_end())
     buffer_.emplace(msg.seq, msg.payload);
@@ -558,13 +569,15 @@ void consumer::on_event(const event& msg, timestamp now, outputs& out) {
 }
 
 void consumer::on_heartbeat(const heartbeat& msg, timestamp now, outputs& out) {
-  learn_last_seq(msg.last_seq, now, out);
+  learn_last_seq(msg.last_seq, out);
 }
 
 void consumer::on_retransmit_failed(const retransmit_failed& msg, timestamp now,
                                     outputs& out) {
-  // Below first_seq_ it answers a message from before our current attachment.
-  if (msg.seq >= first_seq_)
+  // An event we already delivered is no loss: the answer to a late nack, or a drop notice
+  // that our progress overtook. Staying unregistered at the producer is harmless: the next
+  // gap we nack fails and brings us here with a seq we lack.
+  if (msg.seq >= next_)
     reattach(false, now, out);
 }
 
@@ -591,14 +604,14 @@ void consumer::deliver_ready() {
   }
 }
 
-void consumer::learn_last_seq(sequence_number seq, timestamp now, outputs& out) {
+void consumer::learn_last_seq(sequence_number seq, outputs& out) {
   // Nack only what this message revealed; tick() retries what stays missing.
   if (seq <= highest_seen_)
     return;
   auto from = std::max(next_, highest_seen_ + 1);
   highest_seen_ = seq;
   if (from <= seq)
-    send_nack(from, seq, now, out);
+    send_nack(from, seq, out);
 }
 
 void consumer::send_ack(timestamp now, outputs& out) {
@@ -607,18 +620,15 @@ void consumer::send_ack(timestamp now, outputs& out) {
   unacked_ = 0;
 }
 
-void consumer::send_nack(sequence_number from, sequence_number to, timestamp now,
-                         outputs& out) {
+void consumer::send_nack(sequence_number from, sequence_number to, outputs& out) {
   nack msg{epoch_, {}};
   auto end = window_end(); // Exclusive; `to` is inclusive.
   for (auto seq = from; seq <= to && seq < end && msg.seqs.size() < cfg_.max_nack_seqs;
        ++seq)
     if (buffer_.count(seq) == 0)
       msg.seqs.push_back(seq);
-  if (msg.seqs.empty())
-    return;
-  last_nack_ = now;
-  out.emplace_back(std::move(msg));
+  if (!msg.seqs.empty())
+    out.emplace_back(std::move(msg));
 }
 
 bool consumer::is_retired(epoch_id x) const {

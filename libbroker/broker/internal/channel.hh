@@ -94,7 +94,8 @@ struct handshake {
   timespan heartbeat_interval{};
 };
 
-/// The producer cannot serve this consumer from `seq` on: re-attach.
+/// The producer cannot serve event `seq` to this consumer: it dropped the consumer, never
+/// knew it, or no longer holds the event. A consumer that lacks `seq` re-attaches.
 struct retransmit_failed {
   epoch_id epoch = 0;
   sequence_number seq = 0;
@@ -334,9 +335,9 @@ private:
   void on_retransmit_failed(const retransmit_failed& msg, timestamp now, outputs& out);
   void reattach(bool retire_epoch, timestamp now, outputs& out);
   void deliver_ready();
-  void learn_last_seq(sequence_number seq, timestamp now, outputs& out);
+  void learn_last_seq(sequence_number seq, outputs& out);
   void send_ack(timestamp now, outputs& out);
-  void send_nack(sequence_number from, sequence_number to, timestamp now, outputs& out);
+  void send_nack(sequence_number from, sequence_number to, outputs& out);
   bool is_retired(epoch_id x) const;
   sequence_number window_end() const noexcept;
 
@@ -345,14 +346,16 @@ private:
   deliver_fn on_deliver_;
   state state_ = state::idle;
   epoch_id epoch_ = 0;
-  sequence_number first_seq_ = 0;
   sequence_number next_ = 0;
   /// The highest sequence number known to exist (from events and heartbeats).
   sequence_number highest_seen_ = 0;
   timespan interval_{};
   timestamp last_heard_;
   timestamp last_ack_;
-  timestamp last_nack_;
+  /// The last time tick() re-nacked, and highest_seen_ then: only gaps known since then
+  /// are old enough to nack again (the newer ones were nacked when they showed up).
+  timestamp last_retry_;
+  sequence_number retry_horizon_ = 0;
   timestamp last_attach_;
   size_t unacked_ = 0;
   size_t snapshots_ = 0;
