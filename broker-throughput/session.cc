@@ -1,0 +1,159 @@
+#include "session.hh"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <vector>
+
+namespace broker_throughput {
+
+namespace {
+
+/// Period of the rate line.
+constexpr auto rate_interval = std::chrono::seconds{1};
+
+/// How often a busy loop looks at the signalfd.
+constexpr auto signal_check_interval = std::chrono::milliseconds{1};
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+int poll_timeout_ms(session::clock::time_point now, session::clock::time_point until) {
+  if (until <= now)
+    return 0;
+  // Round up so that a wake-up never comes before the deadline.
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+  return static_cast<int>(std::min<decltype(ms)>(ms, INT32_MAX));
+}
+
+double to_seconds(session::clock::duration x) {
+  return std::chrono::duration<double>(x).count();
+}
+
+} // namespace
+
+// -- signal_watch -----------------------------------------------------------------------
+
+signal_watch::signal_watch() {
+  auto set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+signal_watch::~signal_watch() {
+  if (fd_ >= 0)
+    close(fd_);
+}
+
+bool signal_watch::consume() {
+  if (fd_ < 0)
+    return false;
+  bool any = false;
+  signalfd_siginfo info;
+  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info)))
+    any = true;
+  return any;
+}
+
+// -- session ----------------------------------------------------------------------------
+
+session::session(const throughput_options& opts, signal_watch& signals, const reporter& out)
+  : opts_(opts), signals_(signals), out_(out) {
+}
+
+wake_reason session::wait(std::initializer_list<int> fds, clock::time_point deadline) {
+  std::vector<pollfd> polled;
+  polled.reserve(fds.size() + 1);
+  polled.push_back({signals_.fd(), POLLIN, 0});
+  for (auto fd : fds)
+    if (fd >= 0)
+      polled.push_back({fd, POLLIN, 0});
+  for (;;) {
+    if (interrupted_)
+      return wake_reason::signal;
+    auto now = clock::now();
+    tick(now);
+    if (now >= deadline)
+      return wake_reason::deadline;
+    auto n = ::poll(polled.data(), polled.size(),
+                    poll_timeout_ms(now, std::min(deadline, next_tick_)));
+    if (n < 0 && errno != EINTR) {
+      interrupted_ = true; // poll itself failed: nothing sensible left but to stop.
+      return wake_reason::signal;
+    }
+    if (n <= 0)
+      continue;
+    if ((polled[0].revents & POLLIN) != 0 && signals_.consume()) {
+      interrupted_ = true;
+      return wake_reason::signal;
+    }
+    for (size_t i = 1; i < polled.size(); ++i)
+      if (polled[i].revents != 0)
+        return wake_reason::input;
+  }
+}
+
+bool session::interrupted() {
+  if (interrupted_)
+    return true;
+  auto now = clock::now();
+  if (now < next_signal_check_)
+    return false;
+  next_signal_check_ = now + signal_check_interval;
+  tick(now);
+  interrupted_ = signals_.consume();
+  return interrupted_;
+}
+
+void session::add(uint64_t n) {
+  if (n == 0)
+    return;
+  auto now = clock::now();
+  if (!started_) {
+    started_ = true;
+    start_ = now;
+    last_tick_ = now;
+    next_tick_ = now + rate_interval;
+    if (opts_.duration.count() > 0)
+      end_of_run_ = now + opts_.duration;
+  }
+  tick(now);
+  total_ += n;
+  since_tick_ += n;
+  last_event_ = now;
+}
+
+void session::tick() {
+  tick(clock::now());
+}
+
+void session::tick(clock::time_point now) {
+  if (now < next_tick_)
+    return;
+  out_.rate(since_tick_, to_seconds(now - last_tick_), to_seconds(now - start_));
+  since_tick_ = 0;
+  last_tick_ = now;
+  // Skip missed ticks instead of printing a burst of them after a stall.
+  while (next_tick_ <= now)
+    next_tick_ += rate_interval;
+}
+
+bool session::done() const {
+  if (opts_.count > 0 && total_ >= opts_.count)
+    return true;
+  return started_ && clock::now() >= end_of_run_;
+}
+
+double session::seconds_since_start(clock::time_point until) const {
+  return started_ ? to_seconds(until - start_) : 0.0;
+}
+
+} // namespace broker_throughput
