@@ -38,23 +38,35 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
   auto hub = ep.make_hub(mode_filter(opts));
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
-    if (!port)
-      return fail(exit_runtime_failure, "cannot listen on \"" + opts.listen_address + "\":"
-                                          + std::to_string(opts.port) + ": "
-                                          + to_string(port.error_value()));
+    if (!port) {
+      // A bad TLS setup or listen address is the operator's configuration, not the runtime.
+      auto code = port.error_value() == broker::ec::invalid_config ? exit_invalid_config
+                                                                   : exit_runtime_failure;
+      return fail(code, "cannot listen on \"" + opts.listen_address + "\":"
+                          + std::to_string(opts.port) + ": " + to_string(port.error_value()));
+    }
     print_line("listening on " + std::to_string(*port));
   }
   for (auto& peer : opts.peers)
     ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
+  int code = exit_clean;
   switch (opts.mode) {
     case node_mode::ping:
-      return run_ping(session, hub);
+      code = run_ping(session, hub);
+      break;
     case node_mode::pong:
-      return run_pong(session, hub);
+      code = run_pong(session, hub);
+      break;
     case node_mode::relay:
+      code = run_relay(session, hub);
       break;
   }
-  return run_relay(session, hub);
+  // The core may wake our hub before it has queued the same message for peers; a shutdown in
+  // that window would drop it for them ("stop" would not reach the next node). A synchronous
+  // call into the core runs after that routing step, so afterwards the peers' queues hold
+  // everything the core accepted, and shutdown() flushes them before its BYE.
+  ep.metrics();
+  return code;
 }
 
 } // namespace

@@ -191,12 +191,6 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   result.payload_size = cfg.get_count("payload-size").value_or(default_payload_size);
   result.ping_timeout = std::chrono::seconds{
     cfg.get_count("ping-timeout").value_or(default_ping_timeout_seconds)};
-  // Peerings are plain TCP in this build: refuse certificates rather than ignore them and
-  // talk in clear text to peers the operator meant to authenticate.
-  for (auto* key : {"broker.ssl.certificate", "broker.ssl.key", "broker.ssl.cafile",
-                    "broker.ssl.capath", "broker.ssl.passphrase"})
-    if (!cfg.get_string(key).value_or("").empty())
-      return invalid(key, "TLS peering is not supported by this build (plain TCP only)");
   if (!result.listen && result.peers.empty())
     return invalid("no-listen", "a node that neither listens nor dials --peers is isolated");
   return result;
