@@ -434,7 +434,8 @@ private:
   }
 
   // SQLite rolls a transaction back by itself after some errors (SQLITE_FULL, SQLITE_IOERR,
-  // ...). Writing on would then autocommit each statement and silently split the batch.
+  // ...). Writing on would then autocommit each statement and silently split the batch, so
+  // every write until commit_batch fails instead, and so does the commit.
   error check_open_transaction(std::string_view operation) const {
     if (sqlite3_get_autocommit(db_.get()) == 0)
       return {};
@@ -443,14 +444,8 @@ private:
                                           "earlier failure"};
   }
 
-  error check_batch(std::string_view operation) {
-    if (!in_batch_)
-      return {};
-    if (auto err = check_open_transaction(operation)) {
-      in_batch_ = false;
-      return err;
-    }
-    return {};
+  error check_batch(std::string_view operation) const {
+    return in_batch_ ? check_open_transaction(operation) : error{};
   }
 
   static void bind_blob(const statement_use& use, int index, const std::string& blob) {
@@ -655,20 +650,14 @@ expected<std::unique_ptr<store_backend>> sqlite_backend::open(sqlite_settings se
   if (rc != SQLITE_OK)
     return open_error(db ? sqlite_message(db.get()) : sqlite3_errstr(rc));
   sqlite3_extended_result_codes(db.get(), 1);
-  // journal_mode reads the file header first, so it is where a non-database fails.
-  auto mode = query(db.get(), "PRAGMA journal_mode=" + settings.journal_mode);
-  if (!mode)
-    return open_error(mode.error_value().message());
-  // SQLite answers with the mode in effect; it may refuse a change (e.g. WAL in memory).
-  if (mode->size() != 1 || upper(mode->front()) != settings.journal_mode)
-    return open_error("journal_mode " + settings.journal_mode + " is not in effect, SQLite "
-                      + "reports '" + (mode->empty() ? "" : mode->front()) + "'");
   if (auto err = exec(db.get(), "PRAGMA synchronous=" + settings.synchronous))
     return open_error(err.message());
   if (settings.integrity_check)
     if (auto err = check_integrity(db.get()))
       return open_error(err.message());
-  // One transaction, so that two processes creating the same file cannot interleave.
+  // Reading the schema is where a non-database fails. One transaction, so that two
+  // processes creating the same file cannot interleave; nothing is written to a file that
+  // turns out not to be ours.
   if (auto err = exec(db.get(), "BEGIN IMMEDIATE"))
     return open_error(err.message());
   if (auto err = initialize_schema(db.get())) {
@@ -677,6 +666,15 @@ expected<std::unique_ptr<store_backend>> sqlite_backend::open(sqlite_settings se
   }
   if (auto err = exec(db.get(), "COMMIT"))
     return open_error(err.message());
+  // The journal mode is stored in the file (for WAL), so it is set only once the file is
+  // known to be ours, and outside a transaction, where SQLite refuses to change it.
+  auto mode = query(db.get(), "PRAGMA journal_mode=" + settings.journal_mode);
+  if (!mode)
+    return open_error(mode.error_value().message());
+  // SQLite answers with the mode in effect; it may refuse a change (e.g. WAL in memory).
+  if (mode->size() != 1 || upper(mode->front()) != settings.journal_mode)
+    return open_error("journal_mode " + settings.journal_mode + " is not in effect, SQLite "
+                      + "reports '" + (mode->empty() ? "" : mode->front()) + "'");
   std::unique_ptr<sqlite_backend> result{new sqlite_backend(path, std::move(db))};
   if (auto err = result->prepare_statements())
     return open_error(err.message());

@@ -120,6 +120,7 @@ TEST_CASE("a write to a database that another connection is batching fails, read
   REQUIRE(!writer->put("committed", 1, std::nullopt));
   REQUIRE(!writer->begin_batch());
   REQUIRE(!writer->put("pending", 2, std::nullopt));
+  require_open_error(options, "database is locked");
   auto err = other->put("x", 3, std::nullopt);
   CHECK(code_of(err) == "backend_failure");
   CHECK_THAT(err.message(), Catch::Contains(options["path"]));
@@ -129,6 +130,17 @@ TEST_CASE("a write to a database that another connection is batching fails, read
   REQUIRE(!writer->commit_batch());
   CHECK(code_of(other->put("x", 3, std::nullopt)) == "none");
   CHECK(*other->get("pending") == data{2});
+}
+
+TEST_CASE("the journal_mode option decides whether SQLite writes a write-ahead log",
+          "[store_backend][sqlite]") {
+  temp_dir dir;
+  auto wal = open_sqlite({{"path", dir.file("wal.db")}});
+  REQUIRE(!wal->put("k", 1, std::nullopt));
+  CHECK(std::filesystem::exists(dir.file("wal.db-wal")));
+  auto rollback = open_sqlite(single_file(dir.file("rollback.db")));
+  REQUIRE(!rollback->put("k", 1, std::nullopt));
+  CHECK_FALSE(std::filesystem::exists(dir.file("rollback.db-wal")));
 }
 
 // -- options ----------------------------------------------------------------------------------
@@ -197,16 +209,24 @@ TEST_CASE("a file of random bytes is refused with cannot_open_file and left unch
   for (auto& c : bytes)
     c = static_cast<char>(rng());
   write_file(path, bytes);
-  require_open_error({{"path", path}}, "not a database");
+  auto journal_mode = GENERATE(as<std::string>{}, "WAL", "DELETE");
+  CAPTURE(journal_mode);
+  require_open_error({{"path", path}, {"journal_mode", journal_mode}}, "not a database");
   CHECK(read_file(path) == bytes);
   CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+  CHECK_FALSE(std::filesystem::exists(path + "-journal"));
+}
+
+TEST_CASE("a directory given as the path is refused with cannot_open_file",
+          "[store_backend][sqlite]") {
+  temp_dir dir;
+  require_open_error({{"path", dir.path.string()}}, "unable to open database file");
 }
 
 TEST_CASE("a path in a read-only location is refused with cannot_open_file",
           "[store_backend][sqlite]") {
   SECTION("a file in /proc, which not even root may create") {
-    auto result = make_sqlite_backend({{"path", "/proc/broker-store-test.db"}});
-    CHECK(code_of(result) == "cannot_open_file");
+    require_open_error({{"path", "/proc/broker-store-test.db"}}, "unable to open database file");
   }
   SECTION("a directory without write permission") {
     if (::geteuid() == 0) {
@@ -244,7 +264,28 @@ TEST_CASE("a SQLite database with other tables and no meta table is refused",
   open_sqlite(single_file(path));
   // Renames meta everywhere it is named (table, its index, the schema text).
   REQUIRE(patch_file(path, "meta", "mate") >= 2);
-  require_open_error(single_file(path), "no 'meta' table");
+  auto before = read_file(path);
+  require_open_error({{"path", path}}, "no 'meta' table");
+  CHECK(read_file(path) == before); // not even switched to WAL
+}
+
+TEST_CASE("a SQLite database without a format_version, like Broker's, is refused",
+          "[store_backend][sqlite]") {
+  temp_dir dir;
+  auto path = dir.file("broker.db");
+  open_sqlite(single_file(path));
+  // Broker's meta table holds 'broker_version' (patched in the row and in its index).
+  REQUIRE(patch_file(path, "format_version", "broker_version") >= 2);
+  require_open_error({{"path", path}}, "no format_version");
+}
+
+TEST_CASE("an empty file is opened as a new database", "[store_backend][sqlite]") {
+  temp_dir dir;
+  auto path = dir.file("empty.db");
+  write_file(path, "");
+  auto b = open_sqlite({{"path", path}});
+  REQUIRE(!b->put("k", 1, std::nullopt));
+  CHECK(*b->size() == 1);
 }
 
 TEST_CASE("a SQLite database of another format version is refused",
@@ -253,7 +294,9 @@ TEST_CASE("a SQLite database of another format version is refused",
   auto path = dir.file("future.db");
   open_sqlite(single_file(path));
   REQUIRE(patch_file(path, "format_version1", "format_version7") == 1);
-  require_open_error(single_file(path), "format_version is 7");
+  auto before = read_file(path);
+  require_open_error({{"path", path}}, "format_version is 7");
+  CHECK(read_file(path) == before);
 }
 
 TEST_CASE("a SQLite database whose store table has other columns is refused",
