@@ -32,19 +32,25 @@ int fail(int code, const std::string& what) {
   return code;
 }
 
+/// Exit code for a start-up failure: the operator's configuration, or the runtime.
+int failure_code(const broker::error& err) {
+  return err == broker::ec::invalid_config ? exit_invalid_config : exit_runtime_failure;
+}
+
 int run(broker::configuration cfg, const node_options& opts, signal_watch& signals) {
   broker::endpoint ep{std::move(cfg)};
+  // The WebSocket and metrics servers start with the endpoint when their ports are set.
+  if (const auto& err = ep.startup_error())
+    return fail(failure_code(err), "cannot start: " + to_string(err));
   node_session session{ep, opts, signals};
   auto hub = ep.make_hub(mode_filter(opts));
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
-    if (!port) {
-      // A bad TLS setup or listen address is the operator's configuration, not the runtime.
-      auto code = port.error_value() == broker::ec::invalid_config ? exit_invalid_config
-                                                                   : exit_runtime_failure;
-      return fail(code, "cannot listen on \"" + opts.listen_address + "\":"
-                          + std::to_string(opts.port) + ": " + to_string(port.error_value()));
-    }
+    // A bad TLS setup or listen address is the operator's configuration, not the runtime.
+    if (!port)
+      return fail(failure_code(port.error_value()),
+                  "cannot listen on \"" + opts.listen_address + "\":" + std::to_string(opts.port)
+                    + ": " + to_string(port.error_value()));
     print_line("listening on " + std::to_string(*port));
   }
   for (auto& peer : opts.peers)

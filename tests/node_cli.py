@@ -63,13 +63,17 @@ def test_invalid_configuration(binary):
 
 
 def test_port_in_use(binary):
-    """a port that cannot be bound is a runtime failure: exit 2"""
+    """a peering, WebSocket or metrics port that cannot be bound is a runtime failure: exit 2"""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen(1)
-        code, _, err = run(binary, ["-p", str(taken.getsockname()[1]), "--broker.disable-ssl"])
-    check(code == EXIT_RUNTIME_FAILURE, "exit 2 for a port in use, got %d: %s" % (code, err))
-    check("cannot listen" in err, "the error says why: %s" % err)
+        port = str(taken.getsockname()[1])
+        for args in (["-p", port], ["--broker.web-socket.port=" + port],
+                     ["--broker.metrics.port=" + port]):
+            code, _, err = run(binary, args + ["--broker.disable-ssl"])
+            check(code == EXIT_RUNTIME_FAILURE,
+                  "%s: exit 2 for a port in use, got %d: %s" % (args, code, err))
+            check("in use" in err, "%s: the error says why: %s" % (args, err))
 
 
 def test_signals(binary):

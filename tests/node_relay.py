@@ -10,13 +10,16 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-from broker_peer import RawPeer, encode_count, encode_string, id_text, random_id  # noqa: E402
+from broker_peer import (ConnectionClosed, RawPeer, encode_count, encode_string,  # noqa: E402
+                         id_text, random_id)
 from node_process import (Cleanup, Node, check, is_received, is_status, peer_uri,  # noqa: E402
                           run_tests)
 
 MESSAGES = 200
 # Long enough for a stray copy or loop to show up as an extra line.
 SETTLE_SECONDS = 0.5
+ANNOUNCE_TIMEOUT = 10.0
+ANNOUNCE_POLL = 0.1
 
 
 def dial_publisher(cleanup, node, topics=()):
@@ -50,6 +53,12 @@ def test_two_nodes(binary):
         expect_exactly(b, "/t/x", values)
         # "stop" ends A's relay loop; A forwarded it to B first, so B stops too.
         publisher.publish("/t", encode_string("stop"))
+        # Answer A's BYE ping (next_message does) until A closes the connection.
+        try:
+            while True:
+                publisher.next_message()
+        except ConnectionClosed:
+            pass
         check(a.wait_exit() == 0, "A's exit code after stop\n" + a.describe())
         check(b.wait_exit() == 0, "B's exit code after stop\n" + b.describe())
 
@@ -79,5 +88,27 @@ def test_line_of_three(binary):
                   "%s: the C-to-A messages arrived as %s..." % (node.name, got[:5]))
 
 
+def test_relay_without_topics(binary):
+    """a middle node without topics still relays what its peers subscribe to"""
+    with Cleanup() as cleanup:
+        a = cleanup.add(Node(binary, ["-t", "/a", "-v"], "A"))
+        b = cleanup.add(Node(binary, ["-v", "--peers", peer_uri(a.port)], "B"))
+        c = cleanup.add(Node(binary, ["-t", "/t", "-v", "--peers", peer_uri(b.port)], "C"))
+        b.wait_count(is_status("peer_added"), 2, what="B's two peer_added")
+        publisher = dial_publisher(cleanup, a)
+        # A knows C's /t only through B's announcement; A's filter towards a new peer shows it.
+        deadline = time.monotonic() + ANNOUNCE_TIMEOUT
+        while True:
+            probe = RawPeer.dial("127.0.0.1", a.port, random_id(), [])
+            probe.close()
+            if b"/t" in probe.remote_filter:
+                break
+            check(time.monotonic() < deadline, "A never learned /t: %s" % probe.remote_filter)
+            time.sleep(ANNOUNCE_POLL)
+        publisher.publish_many("/t/m", [encode_count(i) for i in range(MESSAGES)])
+        expect_exactly(c, "/t/m", [str(i) for i in range(MESSAGES)])
+        check(not b.received() and not a.received(), "A and B subscribed to other topics")
+
+
 if __name__ == "__main__":
-    run_tests([test_two_nodes, test_line_of_three])
+    run_tests([test_two_nodes, test_line_of_three, test_relay_without_topics])
