@@ -12,14 +12,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 
 from broker_peer import (ConnectionClosed, RawPeer, encode_count, encode_string,  # noqa: E402
                          id_text, random_id)
-from node_process import (Cleanup, Node, check, is_received, is_status, peer_uri,  # noqa: E402
-                          run_tests)
+from node_process import (Cleanup, Node, check, free_port, is_received, is_status,  # noqa: E402
+                          peer_uri, run_tests)
 
 MESSAGES = 200
 # Long enough for a stray copy or loop to show up as an extra line.
 SETTLE_SECONDS = 0.5
 ANNOUNCE_TIMEOUT = 10.0
 ANNOUNCE_POLL = 0.1
+MUTUAL_SETTLE_SECONDS = 2.5
 
 
 def dial_publisher(cleanup, node, topics=()):
@@ -110,5 +111,27 @@ def test_relay_without_topics(binary):
         check(not b.received() and not a.received(), "A and B subscribed to other topics")
 
 
+def test_mutual_dial(binary):
+    """two nodes that dial each other keep one peering and deliver each message once"""
+    with Cleanup() as cleanup:
+        port_a, port_b = free_port(), free_port()
+        a = cleanup.add(Node(binary, ["-p", str(port_a), "-t", "/t", "-v", "--peers",
+                                      peer_uri(port_b)], "A"))
+        b = cleanup.add(Node(binary, ["-p", str(port_b), "-t", "/t", "-v", "--peers",
+                                      peer_uri(port_a)], "B"))
+        for node in (a, b):
+            node.wait_for(is_status("peer_added"), what="peer_added")
+        time.sleep(MUTUAL_SETTLE_SECONDS)  # Several re-dial periods.
+        publisher = dial_publisher(cleanup, a)
+        publisher.publish_many("/t/m", [encode_count(i) for i in range(MESSAGES)])
+        expect_exactly(b, "/t/m", [str(i) for i in range(MESSAGES)])
+        for node in (a, b):
+            statuses = node.matching(lambda l: l.startswith("status ") and "peer_" in l
+                                     and id_text(publisher.own_id) not in l)
+            check(len(statuses) == 1 and is_status("peer_added")(statuses[0]),
+                  "%s has one stable peering: %s" % (node.name, statuses))
+
+
 if __name__ == "__main__":
-    run_tests([test_two_nodes, test_line_of_three, test_relay_without_topics])
+    run_tests([test_two_nodes, test_line_of_three, test_relay_without_topics,
+               test_mutual_dial])
