@@ -126,6 +126,18 @@ struct peer_manager::impl {
   std::vector<std::thread> threads;
   std::unique_ptr<asio::ssl::context> tls; // Null: plain TCP.
   error tls_error;
+  bool warn_plain = false;
+  std::once_flag warned_plain;
+
+  /// Warns once that peerings run over plain TCP although TLS was not disabled.
+  void warn_if_plain() {
+    if (warn_plain)
+      std::call_once(warned_plain, [] {
+        log(log_level::warning, component,
+            "peerings are NOT encrypted or authenticated: no broker.ssl.* certificate is "
+            "configured (set broker.disable-ssl=true to acknowledge plain TCP)");
+      });
+  }
 
   mutable std::mutex mtx;
   std::condition_variable detached_cv;
@@ -721,9 +733,7 @@ void peer_manager::impl::setup_tls(const configuration& cfg) {
   if (cfg.disable_ssl())
     return;
   if (!configured) {
-    log(log_level::warning, component,
-        "peerings are NOT encrypted or authenticated: no broker.ssl.* certificate is "
-        "configured (set broker.disable-ssl=true to acknowledge plain TCP)");
+    warn_plain = true; // Said once, when the endpoint first listens or dials.
     return;
   }
   auto fail = [this](std::string what, const boost::system::error_code& ec) {
@@ -1036,6 +1046,7 @@ peer_manager::~peer_manager() {
 expected<uint16_t> peer_manager::listen(const std::string& address, uint16_t port) {
   if (impl_->tls_error)
     return impl_->tls_error;
+  impl_->warn_if_plain();
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(address.empty() ? "0.0.0.0" : address, ec);
   if (ec)
@@ -1106,6 +1117,7 @@ void peer_manager::peer(const std::string& host, uint16_t port, timespan retry,
     impl_->report(out, impl_->tls_error);
     return;
   }
+  impl_->warn_if_plain();
   asio::post(impl_->ioc, [mgr = impl_.get(), out] { mgr->dial(out); });
 }
 
