@@ -89,7 +89,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   auto err = cfg.load(argc, argv, &rest);
   if (cfg.help_requested()) {
-    std::printf("Usage: %s [options]\n\n%s", program_name, cfg.help_text().c_str());
+    std::printf("Usage: %s [options]\n\n"
+                "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
+                "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.\n\n"
+                "%s",
+                program_name, cfg.help_text().c_str());
     return exit_clean;
   }
   if (err)
