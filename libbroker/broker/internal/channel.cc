@@ -79,9 +79,9 @@ size_t expected_size(kind k) {
     case kind::event:
       return 4;
     case kind::handshake:
-      return 5;
+      return 6;
     case kind::attach:
-      return 1;
+      return 2;
     case kind::heartbeat:
     case kind::retransmit_failed:
     case kind::cumulative_ack:
@@ -104,7 +104,8 @@ bool operator==(const heartbeat& x, const heartbeat& y) {
 }
 
 bool operator==(const handshake& x, const handshake& y) {
-  return x.epoch == y.epoch && x.first_seq == y.first_seq && x.snapshot == y.snapshot
+  return x.epoch == y.epoch && x.attach_id == y.attach_id && x.first_seq == y.first_seq
+         && x.snapshot == y.snapshot
          && x.heartbeat_interval == y.heartbeat_interval;
 }
 
@@ -112,8 +113,8 @@ bool operator==(const retransmit_failed& x, const retransmit_failed& y) {
   return x.epoch == y.epoch && x.seq == y.seq;
 }
 
-bool operator==(const attach&, const attach&) {
-  return true;
+bool operator==(const attach& x, const attach& y) {
+  return x.id == y.id;
 }
 
 bool operator==(const cumulative_ack& x, const cumulative_ack& y) {
@@ -132,12 +133,12 @@ data encode(const message& msg) {
     } else if constexpr (std::is_same_v<type, heartbeat>) {
       return vector{tag(kind::heartbeat), x.epoch, x.last_seq};
     } else if constexpr (std::is_same_v<type, handshake>) {
-      return vector{tag(kind::handshake), x.epoch, x.first_seq, x.snapshot,
-                    x.heartbeat_interval};
+      return vector{tag(kind::handshake), x.epoch,    x.attach_id,
+                    x.first_seq,          x.snapshot, x.heartbeat_interval};
     } else if constexpr (std::is_same_v<type, retransmit_failed>) {
       return vector{tag(kind::retransmit_failed), x.epoch, x.seq};
     } else if constexpr (std::is_same_v<type, attach>) {
-      return vector{tag(kind::attach)};
+      return vector{tag(kind::attach), x.id};
     } else if constexpr (std::is_same_v<type, cumulative_ack>) {
       return vector{tag(kind::cumulative_ack), x.epoch, x.seq};
     } else {
@@ -167,9 +168,13 @@ expected<message> decode(const data& x) {
   if (xs->size() != expected_size(k))
     return invalid(std::string{kind_name(k)} + " needs " + std::to_string(expected_size(k))
                    + " elements, got " + std::to_string(xs->size()));
-  if (k == kind::attach)
-    return message{attach{}};
   std::optional<error> err;
+  if (k == kind::attach) {
+    auto id = read_count(*xs, 1, "attach id", 0, err);
+    if (!id)
+      return std::move(*err);
+    return message{attach{*id}};
+  }
   auto epoch = read_count(*xs, 1, "epoch", 0, err);
   if (!epoch)
     return std::move(*err);
@@ -187,15 +192,18 @@ expected<message> decode(const data& x) {
       return message{heartbeat{*epoch, *seq}};
     }
     case kind::handshake: {
-      auto seq = read_count(*xs, 2, "handshake first_seq", 1, err);
+      auto id = read_count(*xs, 2, "handshake attach_id", 0, err);
+      if (!id)
+        return std::move(*err);
+      auto seq = read_count(*xs, 3, "handshake first_seq", 1, err);
       if (!seq)
         return std::move(*err);
-      auto* interval = get_if<timespan>((*xs)[4]);
+      auto* interval = get_if<timespan>((*xs)[5]);
       if (interval == nullptr)
         return invalid("handshake heartbeat_interval is not a timespan");
       if (*interval <= timespan::zero())
         return invalid("handshake heartbeat_interval must be positive");
-      return message{handshake{*epoch, *seq, (*xs)[3], *interval}};
+      return message{handshake{*epoch, *id, *seq, (*xs)[4], *interval}};
     }
     case kind::retransmit_failed: {
       auto seq = read_count(*xs, 2, "retransmit_failed seq", 0, err);
@@ -244,13 +252,14 @@ std::string to_string(const message& msg) {
       auto text = broker::to_string(x.snapshot);
       if (text.size() > max_snapshot_text)
         text = text.substr(0, max_snapshot_text) + "...";
-      out << "handshake(epoch=" << x.epoch << ", first_seq=" << x.first_seq
+      out << "handshake(epoch=" << x.epoch << ", attach_id=" << x.attach_id
+          << ", first_seq=" << x.first_seq
           << ", snapshot=" << text << ", heartbeat_interval="
           << broker::to_string(x.heartbeat_interval) << ')';
     } else if constexpr (std::is_same_v<type, retransmit_failed>) {
       out << "retransmit_failed(epoch=" << x.epoch << ", seq=" << x.seq << ')';
     } else if constexpr (std::is_same_v<type, attach>) {
-      out << "attach()";
+      out << "attach(id=" << x.id << ')';
     } else if constexpr (std::is_same_v<type, cumulative_ack>) {
       out << "cumulative_ack(epoch=" << x.epoch << ", seq=" << x.seq << ')';
     } else {
@@ -288,8 +297,8 @@ producer::outputs producer::produce(data payload) {
 
 producer::outputs producer::handle(consumer_handle from, const message& msg, timestamp now) {
   outputs out;
-  if (std::holds_alternative<attach>(msg))
-    on_attach(from, now, out);
+  if (auto* request = std::get_if<attach>(&msg))
+    on_attach(from, *request, now, out);
   else if (auto* ack = std::get_if<cumulative_ack>(&msg))
     on_ack(from, *ack, now, out);
   else if (auto* request = std::get_if<nack>(&msg))
@@ -334,14 +343,16 @@ std::optional<sequence_number> producer::acked(consumer_handle who) const {
   return std::nullopt;
 }
 
-void producer::on_attach(consumer_handle from, timestamp now, outputs& out) {
+void producer::on_attach(consumer_handle from, const attach& msg, timestamp now,
+                         outputs& out) {
   // A consumer we know keeps its acknowledgement: if this attach is a stale duplicate and
   // the consumer stays on its current attachment, we still hold what it may nack.
   auto [i, added] = peers_.try_emplace(from);
   if (added)
     i->second.acked = last_seq();
   i->second.last_seen = now;
-  out.push_back({from, handshake{epoch_, next_seq_, snapshot_(), cfg_.heartbeat_interval}});
+  out.push_back(
+    {from, handshake{epoch_, msg.id, next_seq_, snapshot_(), cfg_.heartbeat_interval}});
 }
 
 void producer::on_ack(consumer_handle from, const cumulative_ack& ack, timestamp now,
@@ -439,7 +450,7 @@ consumer::outputs consumer::start(timestamp now) {
   if (state_ == state::idle) {
     state_ = state::attaching;
     last_attach_ = now;
-    out.emplace_back(attach{});
+    out.emplace_back(attach{++attach_id_});
   }
   return out;
 }
@@ -464,8 +475,10 @@ consumer::outputs consumer::handle(const message& msg, timestamp now) {
   if (is_retired(sender))
     return out;
   if (state_ == state::attached && sender != epoch_) {
-    // A producer we have not seen: the master restarted. Its events may beat its handshake.
-    reattach(true, now, out);
+    // Most likely the master restarted (or a late message of an incarnation we never
+    // attached to: the handshake then tells, see on_handshake). Its events may beat its
+    // handshake, so they go to early_ below.
+    reattach(sender, now, out);
   }
   if (state_ == state::attaching) {
     auto* ev = std::get_if<event>(&msg);
@@ -488,14 +501,14 @@ consumer::outputs consumer::tick(timestamp now) {
   if (state_ == state::attaching) {
     if (now - last_attach_ >= cfg_.attach_interval) {
       last_attach_ = now;
-      out.emplace_back(attach{});
+      out.emplace_back(attach{attach_id_});
     }
     return out;
   }
   if (state_ != state::attached)
     return out;
   if (now - last_heard_ >= interval_ * cfg_.timeout_intervals) {
-    reattach(false, now, out); // Producer gone, or the path to it.
+    reattach(std::nullopt, now, out); // Producer gone, or the path to it.
     return out;
   }
   if (now - last_retry_ >= interval_) {
@@ -510,19 +523,18 @@ consumer::outputs consumer::tick(timestamp now) {
 }
 
 void consumer::on_handshake(const handshake& msg, timestamp now, outputs& out) {
-  if (msg.first_seq == 0 || msg.heartbeat_interval <= timespan::zero()
-      || is_retired(msg.epoch))
+  // Only an answer to the current attach counts: any other is late, a duplicate, or answers
+  // an attach older than the state we hold. Such an answer comes from a live producer, so it
+  // counts even if that producer's epoch was retired.
+  if (state_ != state::attaching || msg.attach_id != attach_id_ || msg.first_seq == 0
+      || msg.heartbeat_interval <= timespan::zero())
     return;
-  if (state_ == state::attached) {
-    if (msg.epoch == epoch_)
-      return; // A duplicate, or the answer to a duplicated attach: keep going.
-    retired_.push_back(epoch_);
-    if (retired_.size() > retired_epochs_kept)
-      retired_.pop_front();
-  } else if (snapshots_ > 0 && msg.epoch == epoch_ && msg.first_seq < next_) {
-    // Older than what we delivered, so it answers an earlier attach: wait for ours.
-    return;
-  }
+  if (snapshots_ > 0 && epoch_ != msg.epoch)
+    retire(epoch_); // Superseded by a new incarnation.
+  if (seen_epoch_ && *seen_epoch_ != msg.epoch)
+    retire(*seen_epoch_); // Was late news of an incarnation that is not answering.
+  seen_epoch_.reset();
+  retired_.erase(std::remove(retired_.begin(), retired_.end(), msg.epoch), retired_.end());
   state_ = state::attached;
   epoch_ = msg.epoch;
   next_ = msg.first_seq;
@@ -578,21 +590,25 @@ void consumer::on_retransmit_failed(const retransmit_failed& msg, timestamp now,
   // that our progress overtook. Staying unregistered at the producer is harmless: the next
   // gap we nack fails and brings us here with a seq we lack.
   if (msg.seq >= next_)
-    reattach(false, now, out);
+    reattach(std::nullopt, now, out);
 }
 
-void consumer::reattach(bool retire_epoch, timestamp now, outputs& out) {
-  if (retire_epoch) {
-    retired_.push_back(epoch_);
-    if (retired_.size() > retired_epochs_kept)
-      retired_.pop_front();
-  }
+void consumer::reattach(std::optional<epoch_id> seen, timestamp now, outputs& out) {
+  seen_epoch_ = seen;
   state_ = state::attaching;
   buffer_.clear();
   early_.clear();
   unacked_ = 0;
   last_attach_ = now;
-  out.emplace_back(attach{});
+  out.emplace_back(attach{++attach_id_});
+}
+
+void consumer::retire(epoch_id x) {
+  if (is_retired(x))
+    return;
+  retired_.push_back(x);
+  if (retired_.size() > retired_epochs_kept)
+    retired_.pop_front();
 }
 
 void consumer::deliver_ready() {

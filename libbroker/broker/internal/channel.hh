@@ -12,10 +12,10 @@
 // the store state: the channel never interprets payloads or snapshots.
 //
 // Flow:
-//   1. A clone's consumer starts by sending `attach` and repeats it on tick() until a
-//      `handshake` arrives.
+//   1. A clone's consumer starts by sending `attach{id}` and repeats it on tick() until a
+//      `handshake` answering that id arrives. Every (re-)attach takes a new id.
 //   2. On `attach` the producer takes a snapshot through the owner's callback and answers
-//      `handshake{epoch, first_seq = next sequence number, snapshot, heartbeat_interval}`.
+//      `handshake{epoch, id, first_seq = next sequence number, snapshot, interval}`.
 //   3. The consumer applies the snapshot through its owner's callback and from then on
 //      delivers events in order, exactly once, starting at first_seq.
 //   4. produce() numbers a payload, keeps it in the retransmit buffer and broadcasts
@@ -32,9 +32,13 @@
 //      same way. A consumer re-attaches on retransmit_failed, after a silent producer, and
 //      when a message shows a new producer epoch (the master restarted).
 //
-// Epochs: every producer incarnation has an owner-chosen epoch id (e.g. random, or a start
-// time) that all messages but `attach` carry, because sequence numbers restart with the
-// producer. A consumer remembers the last few epochs it left and ignores their late messages.
+// Epochs: every producer incarnation has an owner-chosen epoch id, unique per incarnation
+// (e.g. random, or a start time; no order needed), that all messages but `attach` carry,
+// because sequence numbers restart with the producer. A consumer takes a message of another
+// epoch as a sign of a restart and re-attaches; it remembers the last few epochs it moved
+// away from and ignores their late messages. Only a handshake echoing the consumer's current
+// attach id ends an attach, so late handshakes never count, and a consumer never waits on a
+// producer that is gone.
 //
 // Broadcasts: an output without a destination goes to every attached consumer. The owner may
 // publish it once on the clones' topic, reaching unattached consumers too; they tolerate it.
@@ -85,10 +89,11 @@ struct heartbeat {
   sequence_number last_seq = 0;
 };
 
-/// Answers `attach`: apply `snapshot`, then expect `first_seq` (>= 1). The consumer uses
-/// `heartbeat_interval` (> 0) for its acks, nack retries and silence detection.
+/// Answers `attach{attach_id}`: apply `snapshot`, then expect `first_seq` (>= 1). The
+/// consumer uses `heartbeat_interval` (> 0) for its acks, nack retries and silence detection.
 struct handshake {
   epoch_id epoch = 0;
+  uint64_t attach_id = 0;
   sequence_number first_seq = 0;
   data snapshot;
   timespan heartbeat_interval{};
@@ -103,8 +108,11 @@ struct retransmit_failed {
 
 // -- messages, consumer to producer -------------------------------------------------------
 
-/// Asks for a handshake (join or rejoin).
-struct attach {};
+/// Asks for a handshake (join or rejoin). `id` is new for every attach of a consumer (its
+/// retries repeat it); the handshake echoes it.
+struct attach {
+  uint64_t id = 0;
+};
 
 /// Everything up to and including `seq` was delivered. Also the consumer's keepalive.
 struct cumulative_ack {
@@ -133,12 +141,12 @@ bool operator==(const nack& x, const nack& y);
 /// Encodes `msg` as a `data` vector whose first element is a kind tag (a count):
 ///   event             [0, epoch, seq, payload]
 ///   heartbeat         [1, epoch, last_seq]
-///   handshake         [2, epoch, first_seq, snapshot, heartbeat_interval (timespan)]
+///   handshake         [2, epoch, attach_id, first_seq, snapshot, heartbeat_interval]
 ///   retransmit_failed [3, epoch, seq]
-///   attach            [4]
+///   attach            [4, id]
 ///   cumulative_ack    [5, epoch, seq]
 ///   nack              [6, epoch, [seq, ...]]
-/// Epochs and sequence numbers are counts.
+/// Epochs, ids and sequence numbers are counts; heartbeat_interval is a timespan.
 data encode(const message& msg);
 
 /// The inverse of encode(). Total: anything that is not exactly one of the shapes above
@@ -238,7 +246,7 @@ private:
     timestamp last_seen;
   };
 
-  void on_attach(consumer_handle from, timestamp now, outputs& out);
+  void on_attach(consumer_handle from, const attach& msg, timestamp now, outputs& out);
   void on_ack(consumer_handle from, const cumulative_ack& ack, timestamp now, outputs& out);
   void on_nack(consumer_handle from, const nack& msg, timestamp now, outputs& out);
   void drop(consumer_handle who, drop_reason why, sequence_number failed, outputs& out);
@@ -333,7 +341,8 @@ private:
   void on_event(const event& msg, timestamp now, outputs& out);
   void on_heartbeat(const heartbeat& msg, timestamp now, outputs& out);
   void on_retransmit_failed(const retransmit_failed& msg, timestamp now, outputs& out);
-  void reattach(bool retire_epoch, timestamp now, outputs& out);
+  void reattach(std::optional<epoch_id> seen, timestamp now, outputs& out);
+  void retire(epoch_id x);
   void deliver_ready();
   void learn_last_seq(sequence_number seq, outputs& out);
   void send_ack(timestamp now, outputs& out);
@@ -345,7 +354,11 @@ private:
   snapshot_fn on_snapshot_;
   deliver_fn on_deliver_;
   state state_ = state::idle;
+  /// The id of the current (or last) attach.
+  uint64_t attach_id_ = 0;
   epoch_id epoch_ = 0;
+  /// The unknown epoch that made us re-attach, if any.
+  std::optional<epoch_id> seen_epoch_;
   sequence_number next_ = 0;
   /// The highest sequence number known to exist (from events and heartbeats).
   sequence_number highest_seen_ = 0;
