@@ -20,7 +20,8 @@
 //      delivers events in order, exactly once, starting at first_seq.
 //   4. produce() numbers a payload, keeps it in the retransmit buffer and broadcasts
 //      `event`. The consumer buffers out-of-order events (bounded), drops duplicates and
-//      sends `nack` for gaps: when it sees one, and on tick() while it persists.
+//      sends `nack` for gaps: when it sees one, and on tick() (at most once per heartbeat
+//      interval) while it persists.
 //   5. The consumer sends `cumulative_ack` after every `ack_every` deliveries and once per
 //      heartbeat interval (its keepalive). The producer retransmits nacked events and drops
 //      events every attached consumer has acknowledged.
@@ -28,9 +29,10 @@
 //      of events it has not seen nacks them.
 //   7. Recovery always goes through a fresh snapshot (back to step 1): the producer drops a
 //      consumer that stays silent or that lags beyond the retransmit buffer and tells it
-//      `retransmit_failed`; it answers acks and nacks from consumers it does not know the
-//      same way. A consumer re-attaches on retransmit_failed, after a silent producer, and
-//      when a message shows a new producer epoch (the master restarted).
+//      `retransmit_failed`; it answers acks and nacks from consumers it does not know, and
+//      nacks for events it no longer holds, the same way. A consumer re-attaches on a
+//      retransmit_failed for an event it lacks, after a silent producer, and when a message
+//      shows a new producer epoch (the master restarted).
 //
 // Epochs: every producer incarnation has an owner-chosen epoch id, unique per incarnation
 // (e.g. random, or a start time; no order needed), that all messages but `attach` carry,
@@ -42,6 +44,14 @@
 //
 // Broadcasts: an output without a destination goes to every attached consumer. The owner may
 // publish it once on the clones' topic, reaching unattached consumers too; they tolerate it.
+//
+// Guarantees: between two snapshots a consumer delivers the producer's events in order,
+// exactly once, without gaps, starting right after its snapshot, so the owner's state is
+// always one the master had. Whenever a producer stays up and some messages get through each
+// way, every consumer catches up (the tests drive loss, duplication, reordering, one- and
+// two-way partitions and restarts). Not covered: persisting the master's state across
+// restarts (the owner's backend does), hostile peers, and flow control beyond the bounds.
+// Time passed in should not go backwards (if it does, timers merely fire late).
 //
 // The other direction (clone writes to the master) can use the same machinery: each clone runs
 // a producer whose only consumer is the master, and the master runs one consumer per clone.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -929,6 +930,48 @@ TEST_CASE("a channel consumer ignores handshakes that do not answer its current 
   c.handle(ch::handshake{7, 2, 9, data{"fresh"}, 100ms}, at(5ms));
   CHECK(r.log == strings{"deliver a", "snapshot fresh"});
   CHECK(c.next_seq() == 9);
+}
+
+TEST_CASE("channel state machines ignore messages meant for the other side", "[channel]") {
+  ch::producer p{7, test_producer_config(), [] { return data{}; }};
+  p.handle(1, ch::attach{1}, at(0ms));
+  CHECK(p.handle(1, ev(7, 1, data{"x"}), at(1ms)).empty());
+  CHECK(p.handle(1, ch::heartbeat{7, 5}, at(1ms)).empty());
+  CHECK(p.handle(1, ch::handshake{7, 1, 1, nil, 1s}, at(1ms)).empty());
+  CHECK(p.handle(1, ch::retransmit_failed{7, 1}, at(1ms)).empty());
+  CHECK(p.last_seq() == 0);
+  recorder r;
+  auto c = attached(r, 1);
+  CHECK(c.handle(ch::attach{9}, at(1ms)).empty());
+  CHECK(c.handle(ch::cumulative_ack{7, 4}, at(1ms)).empty());
+  CHECK(c.handle(ch::nack{7, {1}}, at(1ms)).empty());
+  CHECK(c.current_state() == ch::consumer::state::attached);
+  CHECK(r.log.empty());
+}
+
+TEST_CASE("channel state machines saturate instead of wrapping on extreme sequence numbers",
+          "[channel]") {
+  constexpr auto max = std::numeric_limits<ch::sequence_number>::max();
+  ch::producer p{7, test_producer_config(), [] { return data{}; }};
+  CHECK(render(p.handle(5, ch::cumulative_ack{7, max}, at(0ms)))
+        == strings{"5: retransmit_failed(epoch=7, seq=" + std::to_string(max) + ")"});
+  p.handle(1, ch::attach{1}, at(0ms));
+  p.produce(data{"x"});
+  CHECK(p.handle(1, ch::cumulative_ack{7, max}, at(1ms)).empty());
+  CHECK(*p.acked(1) == 0);
+  CHECK(p.handle(1, ch::nack{7, {max}}, at(1ms)).empty());
+  auto cfg = test_consumer_config();
+  cfg.max_out_of_order = 4;
+  recorder r;
+  auto c = attached(r, 1, cfg);
+  CHECK(render(c.handle(ch::heartbeat{7, max}, at(1ms)))
+        == strings{"nack(epoch=7, seqs=[1, 2, 3, 4])"});
+  CHECK(c.handle(ev(7, max, data{"far"}), at(1ms)).empty());
+  CHECK(c.buffered() == 0);
+  CHECK(render(c.tick(at(100ms))) == strings{"cumulative_ack(epoch=7, seq=0)"});
+  CHECK(render(c.tick(at(200ms)))
+        == strings{"nack(epoch=7, seqs=[1, 2, 3, 4])", "cumulative_ack(epoch=7, seq=0)"});
+  CHECK(render(c.handle(ch::retransmit_failed{7, max}, at(201ms))) == strings{"attach(id=2)"});
 }
 
 // -- simulated network ----------------------------------------------------------------------
