@@ -27,6 +27,11 @@ namespace {
 
 constexpr const char* program_name = "broker-node";
 
+/// The library's table says broker.port 0 means "do not listen"; the node reads it otherwise.
+constexpr const char* listen_note =
+  "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
+  "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.";
+
 int fail(int code, const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", program_name, what.c_str());
   return code;
@@ -67,10 +72,11 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
       code = run_relay(session, hub);
       break;
   }
-  // The core may wake our hub before it has queued the same message for peers; a shutdown in
-  // that window would drop it for them ("stop" would not reach the next node). A synchronous
-  // call into the core runs after that routing step, so afterwards the peers' queues hold
-  // everything the core accepted, and shutdown() flushes them before its BYE.
+  // Workaround for a library race: the core may wake our hub before it has queued the same
+  // message for peers, and a shutdown in that window drops it for them ("stop" would not
+  // reach the next node). A synchronous call into the core runs after that routing step, so
+  // afterwards the peers' queues hold everything the core accepted, and shutdown() flushes
+  // them before its BYE.
   ep.metrics();
   return code;
 }
@@ -89,11 +95,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest;
   auto err = cfg.load(argc, argv, &rest);
   if (cfg.help_requested()) {
-    std::printf("Usage: %s [options]\n\n"
-                "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
-                "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.\n\n"
-                "%s",
-                program_name, cfg.help_text().c_str());
+    std::printf("Usage: %s [options]\n\n%s\n\n%s", program_name, listen_note,
+                cfg.help_text().c_str());
     return exit_clean;
   }
   if (err)
