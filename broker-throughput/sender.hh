@@ -33,8 +33,8 @@ public:
   /// Handles whatever input is pending without blocking. An error ends the run.
   virtual broker::error handle_input() { return {}; }
 
-  /// After the last batch: waits (bounded, interruptible) until the transport delivered
-  /// what it queued and, with --latency, for outstanding echoes.
+  /// After the last batch (also after a signal): waits, bounded, until the transport
+  /// delivered what it queued and, unless interrupted, for outstanding echoes.
   virtual void finish(session& s) {}
 
   /// Adds what the sink knows (drops, latency) to the summary.

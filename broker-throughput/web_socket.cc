@@ -92,22 +92,28 @@ int run_web_socket_server(session& s) {
   if (!client)
     return s.interrupted() ? exit_clean : exit_runtime_failure;
   s.out().connected(client->url());
-  web_socket_client::message_handler on_message = [&s, &opts](std::string_view text) {
+  // A receive-only client gets an error frame only when the server gives up on it, e.g.
+  // backpressure_overflow when it cannot keep up: that ends the run.
+  std::string server_error;
+  web_socket_client::message_handler on_message = [&](std::string_view text) {
     if (text.substr(0, data_message_prefix.size()) == data_message_prefix)
       s.add(1);
-    else if (text.substr(0, error_prefix.size()) == error_prefix)
-      print_diagnostic("server: " + std::string{text});
-    else if (opts.verbose)
+    else if (text.substr(0, error_prefix.size()) == error_prefix) {
+      if (server_error.empty())
+        server_error = text;
+    } else if (opts.verbose)
       print_diagnostic("unexpected frame: " + std::string{text});
   };
   broker::error err;
-  while (!s.done() && !s.interrupted()) {
+  while (!s.done() && !s.interrupted() && server_error.empty()) {
     auto slice = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::min<clock::duration>(receive_slice, s.end_of_run() - clock::now()));
     if ((err = client->receive_for(std::max(slice, std::chrono::milliseconds{1}), on_message)))
       break;
     s.tick();
   }
+  if (!server_error.empty())
+    err = broker::error{broker::ec::peer_unavailable, "the node sent " + server_error};
   client->close();
   run_summary result;
   result.events = s.total();
