@@ -1,0 +1,114 @@
+"""--web-socket against a broker-node with BROKER_WEB_SOCKET_PORT set: sending and
+receiving through the node's JSON API, and mixed with peering on the other side."""
+
+import signal
+
+from tp_util import Cleanup, Proc, check, check_eq, expect_exit, free_port, run
+
+EVENTS = 2000
+
+
+# A WebSocket client's queue on the node holds 512 messages by default and disconnects the
+# client when it overflows. A burst from a peer, or a receiver that a busy machine does not
+# schedule for a few milliseconds, can exceed that; these tests check the CLI, not that
+# policy, so the node gets room for every event of a test.
+NODE_WS_BUFFER = "--broker.web-socket-buffer-size=100000"
+
+
+def start_node(c, node, extra=()):
+    """A relay node subscribed to the benchmark topic, with its WebSocket server on."""
+    ws_port = free_port()
+    proc = c.add(Proc(node, ["-p", "0", "-t", "/benchmark/events", NODE_WS_BUFFER]
+                      + list(extra),
+                      name="broker-node", env={"BROKER_WEB_SOCKET_PORT": str(ws_port)}))
+    peering_port = proc.listening_port()
+    proc.wait_for_err(lambda l: "web-socket: listening on" in l, what="the WebSocket server")
+    return proc, peering_port, ws_port
+
+
+def web_socket_receiver(c, tp, ws_port, events):
+    recv = c.add(Proc(tp, ["--server", "--web-socket", "127.0.0.1:%d" % ws_port, "--json",
+                           "-n", str(events)], name="ws receiver"))
+    recv.wait_for(lambda l: '"type":"connected"' in l, what="the connected line")
+    return recv
+
+
+def send_and_receive_over_web_socket(tp, node):
+    with Cleanup() as c:
+        _, _, ws_port = start_node(c, node)
+        recv = web_socket_receiver(c, tp, ws_port, EVENTS)
+        for event_type in (1, 2, 3):
+            sender = c.add(Proc(tp, ["--web-socket", "-t", str(event_type), "-s", "50",
+                                     "-n", str(EVENTS // 4), "--json",
+                                     "127.0.0.1:%d" % ws_port],
+                                name="ws sender -t %d" % event_type))
+            expect_exit(sender, 0)
+            check_eq(sender.summary()["transport"], "web-socket", "sender transport")
+            check_eq(sender.summary()["events"], EVENTS // 4, "events sent (type %d)"
+                     % event_type)
+        sender = c.add(Proc(tp, ["--web-socket", "-n", str(EVENTS // 4), "--json",
+                                 "127.0.0.1:%d" % ws_port], name="ws sender"))
+        expect_exit(sender, 0)
+        expect_exit(recv, 0)
+        check_eq(recv.summary()["transport"], "web-socket", "receiver transport")
+        check_eq(recv.summary()["events"], EVENTS, "events received over the WebSocket")
+
+
+def peering_sender_to_web_socket_receiver(tp, node):
+    with Cleanup() as c:
+        _, peering_port, ws_port = start_node(c, node)
+        recv = web_socket_receiver(c, tp, ws_port, EVENTS)
+        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "--json",
+                                 "127.0.0.1:%d" % peering_port], name="peering sender"))
+        expect_exit(sender, 0)
+        expect_exit(recv, 0)
+        check_eq(recv.summary()["events"], EVENTS, "events from a peer received over WebSocket")
+
+
+def web_socket_sender_to_peering_receiver(tp, node):
+    with Cleanup() as c:
+        server = c.add(Proc(tp, ["--server", "127.0.0.1:0", "--json", "--verbose",
+                                 "-n", str(EVENTS)], name="peering receiver"))
+        port = server.listening_port()
+        _, _, ws_port = start_node(c, node, ["--peers", "tcp://127.0.0.1:%d" % port])
+        server.wait_for_err(lambda l: "peer_added" in l, what="the node's peering")
+        sender = c.add(Proc(tp, ["--web-socket", "-s", "100", "-n", str(EVENTS), "--json",
+                                 "127.0.0.1:%d" % ws_port], name="ws sender"))
+        expect_exit(sender, 0)
+        expect_exit(server, 0)
+        check_eq(server.summary()["events"], EVENTS, "events from a WebSocket client received "
+                 "over a peering")
+
+
+def receiver_the_node_gives_up_on_says_why(tp, node):
+    with Cleanup() as c:
+        # A queue of one message cannot take a burst of batches from a peer.
+        _, peering_port, ws_port = start_node(c, node, ["--broker.web-socket-buffer-size=1"])
+        recv = web_socket_receiver(c, tp, ws_port, EVENTS)
+        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "127.0.0.1:%d" % peering_port],
+                            name="peering sender"))
+        expect_exit(sender, 0)
+        expect_exit(recv, 2)
+        check(any("backpressure_overflow" in l for l in recv.err_lines),
+              "the receiver does not say why it stopped\n" + recv.describe())
+        check(recv.summary()["events"] < EVENTS, "a receiver with a full queue got everything")
+
+
+def receiver_ends_on_sigterm(tp, node):
+    with Cleanup() as c:
+        _, _, ws_port = start_node(c, node)
+        recv = web_socket_receiver(c, tp, ws_port, 0)
+        recv.signal(signal.SIGTERM)
+        expect_exit(recv, 0)
+        check_eq(recv.summary()["events"], 0, "events received without a sender")
+
+
+def main(tp, node):
+    send_and_receive_over_web_socket(tp, node)
+    peering_sender_to_web_socket_receiver(tp, node)
+    web_socket_sender_to_peering_receiver(tp, node)
+    receiver_the_node_gives_up_on_says_why(tp, node)
+    receiver_ends_on_sigterm(tp, node)
+
+
+run(main)
