@@ -1,0 +1,98 @@
+"""ws.relay: WebSocket clients on two peered nodes reach each other (spec §7.2, §7.3).
+
+Node B dials node A (`--peers tcp://127.0.0.1:<A's peering port>`). Neither node subscribes
+to anything itself, so a message can only cross the peering because the nodes announce
+their WebSocket clients' prefixes to each other (our §7.3 improvement).
+
+- a client on A subscribed to /x receives what a client on B publishes on /x/1, and the
+  other way round for /y;
+- the §12.1 all-types message crosses the binary peering and arrives as the exact frame;
+- a client's message that reaches the other node is not sent back to it;
+- messages from one client arrive in order across the hop.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+from spec_vectors import ALL_TYPES_FRAME, ALL_TYPES_INPUT  # noqa: E402
+from wsnode import (Node, TestFailure, check_eq, data_message, recv, run,  # noqa: E402
+                    subscribe)
+
+PROPAGATION_TIMEOUT = 10.0
+
+
+def count_msg(topic, n):
+    return json.dumps({"type": "data-message", "topic": topic, "@data-type": "count", "data": n})
+
+
+async def until_routed(sender, receiver, prefix):
+    """Publishes probes on `prefix`/probe until `receiver` gets one, i.e. until the nodes
+    have exchanged the receiver's subscription; then drains the probes still in flight."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PROPAGATION_TIMEOUT
+    n = 0
+    while True:
+        await sender.send(count_msg(prefix + "/probe", n))
+        n += 1
+        try:
+            await asyncio.wait_for(receiver.recv(), 0.1)
+            break
+        except asyncio.TimeoutError:
+            if loop.time() > deadline:
+                raise TestFailure("%s never reached the other node's client within %.0f s"
+                                  % (prefix, PROPAGATION_TIMEOUT))
+    await sender.send(count_msg(prefix + "/probe-end", 0))
+    while (await recv(receiver, what="the end of the probes")) != data_message(
+            prefix + "/probe-end", "count", 0):
+        pass
+
+
+async def main(binary):
+    with Node(binary, ["-v"], name="A") as a:
+        with Node(binary, ["-v", "--peers", "tcp://127.0.0.1:%d" % a.peer_port], name="B") as b:
+            for node in (a, b):
+                node.wait_out(lambda l: l.startswith("status peer_added"),
+                              what="the peering between A and B")
+            on_a, _ = await subscribe(a.ws_port, ["/x", "/test"])
+            pub_b, _ = await subscribe(b.ws_port, [])
+            await until_routed(pub_b, on_a, "/x")
+
+            await pub_b.send(count_msg("/x/1", 1))
+            check_eq(await recv(on_a, what="/x/1 from B at A"), data_message("/x/1", "count", 1),
+                     "what A's client received from B's client")
+            await pub_b.send(ALL_TYPES_INPUT)
+            check_eq(await recv(on_a, what="the all-types message from B"), ALL_TYPES_FRAME,
+                     "the §12.1 frame after crossing the peering")
+            for n in range(300):
+                await pub_b.send(count_msg("/x/seq", n))
+            got = [await recv(on_a, what="message %d of the run" % n) for n in range(300)]
+            check_eq(got, [data_message("/x/seq", "count", n) for n in range(300)],
+                     "a run of 300 messages across the peering, in order")
+
+            # The other direction, and no echo over the peering: A's client publishes on /x,
+            # which B forwards to its own /x client but never back to A.
+            on_b, _ = await subscribe(b.ws_port, ["/y", "/x"])
+            pub_a, _ = await subscribe(a.ws_port, [])
+            await until_routed(pub_a, on_b, "/y")
+            await pub_a.send(count_msg("/y/1", 2))
+            check_eq(await recv(on_b, what="/y/1 from A at B"), data_message("/y/1", "count", 2),
+                     "what B's client received from A's client")
+            await until_routed(on_a, on_b, "/x")
+            await on_a.send(count_msg("/x/from-a", 3))
+            check_eq(await recv(on_b, what="/x/from-a at B"),
+                     data_message("/x/from-a", "count", 3), "A's client's message at B")
+            await pub_b.send(count_msg("/x/sentinel", 4))
+            check_eq(await recv(on_a, what="B's sentinel at A"),
+                     data_message("/x/sentinel", "count", 4),
+                     "the next frame at A's client after its own message went to B "
+                     "(it must not come back)")
+
+            for c in (on_a, pub_b, on_b, pub_a):
+                await c.close()
+
+
+run(main, limit=60)
