@@ -8,7 +8,9 @@ their WebSocket clients' prefixes to each other (our §7.3 improvement).
   other way round for /y;
 - the §12.1 all-types message crosses the binary peering and arrives as the exact frame;
 - a client's message that reaches the other node is not sent back to it;
-- messages from one client arrive in order across the hop.
+- messages from one client arrive in order across the hop;
+- when the last client subscribed to a prefix leaves, the node withdraws the prefix and
+  its peer stops forwarding that traffic.
 """
 
 import asyncio
@@ -20,9 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 
 from spec_vectors import ALL_TYPES_FRAME, ALL_TYPES_INPUT  # noqa: E402
 from wsnode import (Node, TestFailure, check_eq, data_message, recv, run,  # noqa: E402
-                    subscribe)
+                    poll_metric, scrape, subscribe)
 
 PROPAGATION_TIMEOUT = 10.0
+TO_PEERS = 'broker_delivered_messages_total{kind="peer"}'
+CONNECTIONS = 'broker_connections{kind="web_socket"}'
 
 
 def count_msg(topic, n):
@@ -51,9 +55,43 @@ async def until_routed(sender, receiver, prefix):
         pass
 
 
+async def withdrawn_after_close(a, b, on_a, pub_b):
+    """When A's only /x client leaves, A withdraws /x: B stops sending /x to A.
+
+    B's client publishes /x/probe, then /z/sentinel for a client on A. Once the sentinel
+    is in, B has routed both; B's count of messages handed to peers then grew by 1 (the
+    sentinel) if B no longer forwards /x to A, and by 2 if it still does."""
+    z, _ = await subscribe(a.ws_port, ["/z"])
+    await until_routed(pub_b, z, "/z")
+    clients = scrape(a.metrics_port)[CONNECTIONS]
+    await on_a.close()
+    await poll_metric(a.metrics_port, CONNECTIONS, lambda v: v == clients - 1,
+                      what="A to remove its /x client")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PROPAGATION_TIMEOUT
+    n = 0
+    while True:
+        before = (await loop.run_in_executor(None, scrape, b.metrics_port))[TO_PEERS]
+        await pub_b.send(count_msg("/x/probe", n))
+        await pub_b.send(count_msg("/z/sentinel", n))
+        check_eq(await recv(z, what="sentinel %d" % n), data_message("/z/sentinel", "count", n),
+                 "the sentinel at A's /z client")
+        after = (await loop.run_in_executor(None, scrape, b.metrics_port))[TO_PEERS]
+        if after - before == 1:
+            break
+        if loop.time() > deadline:
+            raise TestFailure("%.0f s after A's only /x client left, B still forwards /x to A "
+                              "(%s at B grew by %r for one /x and one /z message)"
+                              % (PROPAGATION_TIMEOUT, TO_PEERS, after - before))
+        n += 1
+        await asyncio.sleep(0.1)
+    await z.close()
+
+
 async def main(binary):
-    with Node(binary, ["-v"], name="A") as a:
-        with Node(binary, ["-v", "--peers", "tcp://127.0.0.1:%d" % a.peer_port], name="B") as b:
+    with Node(binary, ["-v"], name="A", metrics=True) as a:
+        with Node(binary, ["-v", "--peers", "tcp://127.0.0.1:%d" % a.peer_port], name="B",
+                  metrics=True) as b:
             for node in (a, b):
                 node.wait_out(lambda l: l.startswith("status peer_added"),
                               what="the peering between A and B")
@@ -91,7 +129,8 @@ async def main(binary):
                      "the next frame at A's client after its own message went to B "
                      "(it must not come back)")
 
-            for c in (on_a, pub_b, on_b, pub_a):
+            await withdrawn_after_close(a, b, on_a, pub_b)
+            for c in (pub_b, on_b, pub_a):
                 await c.close()
 
 
