@@ -90,7 +90,7 @@ def slow_client(port):
     return slow
 
 
-def read_until_idle(slow, idle=1.0):
+def read_until_idle(slow, idle=2.0):
     """Reads the slow client's data frames until none arrives for `idle` seconds.
 
     Called once the fast client has everything: by then the node has offered every message
