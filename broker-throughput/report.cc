@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sys/resource.h>
 
 namespace broker_throughput {
 
@@ -48,6 +49,17 @@ const char* transport_name(transport x) {
 int64_t nearest_rank(const std::vector<int64_t>& sorted, double p) {
   auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+/// User plus system CPU time of the whole process (all threads) so far.
+double process_cpu_seconds() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 double rate_of(uint64_t events, double seconds) {
@@ -119,11 +131,12 @@ void reporter::rate(uint64_t events, double interval_s, double time_s) const {
 
 void reporter::summary(const run_summary& result) const {
   auto mean = rate_of(result.events, result.seconds);
+  auto cpu = process_cpu_seconds();
   const auto* lat = result.latency ? &*result.latency : nullptr;
   if (!opts_.json) {
     auto line = "summary: events=" + std::to_string(result.events)
                 + " duration=" + fixed(result.seconds, 3) + "s rate=" + fixed(mean, 0)
-                + " events/s";
+                + " events/s cpu=" + fixed(cpu, 2) + "s";
     if (result.dropped)
       line += " dropped=" + std::to_string(*result.dropped);
     print_line(line);
@@ -142,7 +155,8 @@ void reporter::summary(const run_summary& result) const {
             + ",\"batch_size\":" + std::to_string(opts_.batch_size)
             + ",\"batch_rate\":" + std::to_string(opts_.batch_rate);
   line += ",\"events\":" + std::to_string(result.events)
-          + ",\"duration\":" + fixed(result.seconds, 6) + ",\"rate\":" + fixed(mean, 1);
+          + ",\"duration\":" + fixed(result.seconds, 6) + ",\"rate\":" + fixed(mean, 1)
+          + ",\"cpu\":" + fixed(cpu, 3);
   if (result.dropped)
     line += ",\"dropped\":" + std::to_string(*result.dropped);
   if (lat)

@@ -6,8 +6,10 @@
 //   listening on <port>                     {"type":"listening","port":N}
 //   connected to <url>                      {"type":"connected","url":"<url>"}
 //   rate: N events/s                        {"type":"rate","role":R,"time":T,"events":N,"rate":X}
-//   summary: events=N duration=Ts rate=X events/s
+//   summary: events=N duration=Ts rate=X events/s cpu=Cs [dropped=D]
 //                                           {"type":"summary",...}
+// `cpu` is the process's user + system CPU time since it started (all threads): on a shared
+// machine, CPU per event varies much less than events per second.
 //   latency: p50=Aus p99=Bus p99.9=Cus max=Dus samples=N (<method>)
 //                                           (inside the JSON summary as "latency":{...})
 // Diagnostics (errors, --verbose status events) go to stderr.

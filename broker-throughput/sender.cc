@@ -27,6 +27,9 @@ bool await_slot(session& s, event_sink& sink, clock::time_point slot, broker::er
       case wake_reason::signal:
         return false;
       case wake_reason::deadline:
+        // The sink's input may not be on its descriptor (status events next to echoes).
+        if ((err = sink.handle_input()))
+          return false;
         return !s.done();
       case wake_reason::input:
         if ((err = sink.handle_input()))
@@ -49,7 +52,7 @@ int run_sender(session& s, event_sink& sink) {
         break;
     } else if (s.interrupted()) {
       break;
-    } else if (sink.input_fd() >= 0 && (err = sink.handle_input())) {
+    } else if ((err = sink.handle_input())) {
       break;
     }
     auto size = opts.batch_size;

@@ -27,10 +27,11 @@ public:
   /// Sends one batch; blocks while the transport pushes back. An error ends the run.
   virtual broker::error send(std::vector<broker::data_message>& batch) = 0;
 
-  /// A descriptor with input for the sink (status events, echoes), or -1.
+  /// A descriptor that signals input for the sink (echoes, status events), or -1.
   virtual int input_fd() const { return -1; }
 
-  /// Handles whatever input is pending without blocking. An error ends the run.
+  /// Handles whatever input is pending without blocking; called before every batch, so it
+  /// must be cheap when there is none. An error ends the run.
   virtual broker::error handle_input() { return {}; }
 
   /// After the last batch (also after a signal): waits, bounded, until the transport

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <poll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -26,12 +27,17 @@ sigset_t stop_signals() {
   return set;
 }
 
-int poll_timeout_ms(session::clock::time_point now, session::clock::time_point until) {
-  if (until <= now)
-    return 0;
-  // Round up so that a wake-up never comes before the deadline.
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
-  return static_cast<int>(std::min<decltype(ms)>(ms, INT32_MAX));
+/// The time left until `until`, for ppoll (never negative; nanosecond precision, so short
+/// pacing intervals are not rounded up to a millisecond).
+timespec time_left(session::clock::time_point now, session::clock::time_point until) {
+  auto left = until <= now ? session::clock::duration::zero() : until - now;
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
+  // Nobody waits longer than a day in one call: wait() loops anyway.
+  constexpr auto max_wait = std::chrono::hours{24};
+  if (secs > max_wait)
+    return timespec{std::chrono::duration_cast<std::chrono::seconds>(max_wait).count(), 0};
+  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(left - secs);
+  return timespec{static_cast<time_t>(secs.count()), static_cast<long>(nanos.count())};
 }
 
 double to_seconds(session::clock::duration x) {
@@ -83,8 +89,8 @@ wake_reason session::wait(std::initializer_list<int> fds, clock::time_point dead
     tick(now);
     if (now >= deadline)
       return wake_reason::deadline;
-    auto n = ::poll(polled.data(), polled.size(),
-                    poll_timeout_ms(now, std::min(deadline, next_tick_)));
+    auto timeout = time_left(now, std::min(deadline, next_tick_));
+    auto n = ::ppoll(polled.data(), polled.size(), &timeout, nullptr);
     if (n < 0 && errno != EINTR) {
       interrupted_ = true; // poll itself failed: nothing sensible left but to stop.
       return wake_reason::signal;
