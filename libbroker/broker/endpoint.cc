@@ -162,9 +162,11 @@ error endpoint::publish(topic t, data value) {
 }
 
 error endpoint::publish(data_message msg) {
-  std::vector<data_message> batch;
-  batch.push_back(std::move(msg));
-  return publish(std::move(batch));
+  if (is_reserved_topic(msg.topic()))
+    return reserved_topic(msg.topic());
+  if (!own_->push_one(std::move(msg), std::chrono::milliseconds{-1}))
+    return shutting_down();
+  return {};
 }
 
 error endpoint::publish(std::vector<data_message> batch) {
@@ -282,6 +284,10 @@ filter_type endpoint::peer_subscriptions() const {
 void endpoint::shutdown() {
   for (auto& srv : ctx_->stop_servers())
     srv->stop();
+  // A round trip through the core's mailbox: everything published before this call has
+  // been routed into the peers' send queues when it returns, so the BYE below follows it.
+  if (auto rt = ctx_->runtime())
+    rt->run([](core_state&) {});
   // Network first: peers get BYE while the core can still hand them queued messages.
   if (auto net = ctx_->stop_network())
     net->shutdown();

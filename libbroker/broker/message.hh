@@ -62,6 +62,16 @@ public:
   const std::string& json() const;
 
   void ref() const noexcept { rc_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Takes `n` references at once: the core pays for a whole fan-out with one atomic add
+  /// and hands each receiver an adopted handle (data_message::adopt).
+  void ref(size_t n) const noexcept { rc_.fetch_add(n, std::memory_order_relaxed); }
+
+  /// Returns `n` references taken with ref(n) but not handed out.
+  void deref(size_t n) const noexcept {
+    if (n > 0 && rc_.fetch_sub(n, std::memory_order_acq_rel) == n)
+      delete this;
+  }
   void deref() const noexcept {
     if (rc_.fetch_sub(1, std::memory_order_acq_rel) == 1)
       delete this;
@@ -89,6 +99,11 @@ public:
 
   /// Adopts a freshly created impl (reference count 1).
   explicit data_message(message_impl* adopted) noexcept : ptr_(adopted) {}
+
+  /// A handle for a reference the caller already took (message_impl::ref(n)).
+  static data_message adopt(const message_impl& impl) noexcept {
+    return data_message{const_cast<message_impl*>(&impl)};
+  }
 
   data_message(const data_message& other) noexcept : ptr_(other.ptr_) {
     if (ptr_)

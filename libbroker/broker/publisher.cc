@@ -58,9 +58,9 @@ void publisher::reset() {
 error publisher::publish(data value) {
   if (!inbox_)
     return shutting_down();
-  std::vector<data_message> batch;
-  batch.emplace_back(topic_, std::move(value));
-  return inbox_->push(batch, wait_forever) ? error{} : shutting_down();
+  return inbox_->push_one(data_message{topic_, std::move(value)}, wait_forever)
+           ? error{}
+           : shutting_down();
 }
 
 error publisher::publish(std::vector<data> values) {

@@ -110,6 +110,7 @@ filter_type core_state::filter() const {
 void core_state::add_peer(peer_attachment att) {
   auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
   h->announced() = std::move(att.handshake_filter);
+  h->network() = network_info{att.address, att.port, 0};
   peers_[att.id] = h.get();
   add_handler(std::move(h), att.filter);
   add_source(att.inbox);
@@ -124,7 +125,7 @@ void core_state::remove_peer(uint64_t id, peer_end why, std::string reason) {
   auto i = peers_.find(id);
   if (i == peers_.end())
     return;
-  endpoint_info ctx{i->second->remote(), std::nullopt};
+  endpoint_info ctx{i->second->remote(), i->second->network()};
   remove_source(id);
   remove_handler(id);
   if (why == peer_end::lost)
@@ -294,6 +295,17 @@ void core_state::process(uint64_t id) {
           continue;
         }
       }
+      if (!src.remote) {
+        // Route a run of same-topic messages handler-major: one lookup, one room check
+        // and one reference-count add per message for the whole fan-out.
+        auto end = src.pos + 1;
+        while (end < src.batch.size() && src.batch[end].topic() == msg.topic())
+          ++end;
+        if (end - src.pos > 1 && route_run(&msg, end - src.pos, src, id)) {
+          src.pos = end;
+          continue;
+        }
+      }
       if (!route(msg, &src, id, true)) {
         src.parked = true;
         parked_.push_back(id);
@@ -403,6 +415,49 @@ bool core_state::route(const data_message& msg, const source_state* src,
         break;
     }
   }
+  return true;
+}
+
+bool core_state::route_run(const data_message* xs, size_t k, const source_state& src,
+                           uint64_t source_id) {
+  const auto& targets = index_.lookup(xs[0].topic());
+  if (targets.empty()) {
+    counters_.processed += k;
+    counters_.unrouted += k;
+    return true;
+  }
+  for (auto* t : targets) {
+    auto* h = static_cast<handler*>(t);
+    if (h->policy() == overflow_policy::block && h->id() != source_id && !h->closed()
+        && !h->has_room(k))
+      return false; // The per-message path parks exactly at the first message that waits.
+  }
+  counters_.processed += k;
+  run_routes_.clear();
+  for (size_t i = 0; i < k; ++i)
+    run_routes_.push_back(route_info{opts_.id, ++next_sequence_, 0, opts_.ttl});
+  bool may_forward = !(src.client && opts_.disable_forwarding);
+  auto n = targets.size();
+  for (size_t i = 0; i < k; ++i)
+    xs[i].impl().ref(n);
+  size_t unused = 0;
+  for (auto* t : targets) {
+    auto* h = static_cast<handler*>(t);
+    if (h->kind() == handler_kind::peer && !may_forward) {
+      ++unused;
+      continue;
+    }
+    bool was_clean = !h->has_staged();
+    if (h->offer_run(xs, k, source_id, run_routes_.data())) {
+      if (was_clean)
+        dirty_.push_back(h);
+    } else {
+      ++unused;
+    }
+  }
+  if (unused > 0)
+    for (size_t i = 0; i < k; ++i)
+      xs[i].impl().deref(unused);
   return true;
 }
 

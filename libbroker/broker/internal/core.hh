@@ -201,6 +201,8 @@ private:
   void resume_parked();
   bool route(const data_message& msg, const source_state* src, uint64_t source_id,
              bool may_park);
+  bool route_run(const data_message* xs, size_t k, const source_state& src,
+                 uint64_t source_id);
   void flush_all();
   handler* find(uint64_t id);
 
@@ -212,6 +214,7 @@ private:
   std::deque<data_message> events_;  // Core-originated messages waiting for routing.
   std::vector<uint64_t> removals_;   // Handlers disconnected during a flush.
   std::vector<uint64_t> parked_;     // Sources waiting for room, in parking order.
+  std::vector<route_info> run_routes_; // Scratch for route_run().
   std::map<std::string, size_t> local_prefixes_; // Local subscriptions, reference-counted.
   std::unordered_map<uint64_t, peer_handler*> peers_;
   std::unordered_map<uint64_t, client_handler*> clients_;

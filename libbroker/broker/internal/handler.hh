@@ -17,6 +17,7 @@
 #include "broker/internal/send_queue.hh"
 #include "broker/internal/topic_index.hh"
 #include "broker/metrics.hh"
+#include "broker/status.hh"
 #include "broker/topic.hh"
 
 #include <cstdint>
@@ -68,6 +69,21 @@ public:
     if (wants_route_)
       staged_routes_.push_back(route);
     return offer_result::ok;
+  }
+
+  /// Stages a run of `k` messages whose references the caller already took (one each).
+  /// `routes` (k entries) is what a network handler puts on the wire. Returns false, and
+  /// stages nothing, if the messages are the handler's own or the handler is closed; the
+  /// caller then returns the references. Pre: a `block` handler has room for all k.
+  bool offer_run(const data_message* xs, size_t k, uint64_t source_id,
+                 const route_info* routes) {
+    if (source_id == id_ || closed_)
+      return false;
+    for (size_t i = 0; i < k; ++i)
+      staged_.push_back(data_message::adopt(xs[i].impl()));
+    if (wants_route_)
+      staged_routes_.insert(staged_routes_.end(), routes, routes + k);
+    return true;
   }
 
   bool has_staged() const noexcept { return !staged_.empty(); }
@@ -175,6 +191,9 @@ public:
   /// The filter we last announced to this peer (to send routing updates only on change).
   filter_type& announced() noexcept { return announced_; }
 
+  /// Where the peer is, for status events.
+  network_info& network() noexcept { return network_; }
+
 protected:
   push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
     return queue_->push(xs, routes);
@@ -185,6 +204,7 @@ private:
   bool extension_;
   std::shared_ptr<send_queue> queue_;
   filter_type announced_;
+  network_info network_;
 };
 
 } // namespace broker::internal

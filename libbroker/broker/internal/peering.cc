@@ -653,8 +653,13 @@ private:
     auto out = outgoing_;
     if (attached_ || redundant_) {
       // A redundant connection means the peering exists (the peer dialed us too).
-      if (redundant_)
+      if (redundant_) {
+        if (!remote_.is_nil()) {
+          std::lock_guard<std::mutex> guard{mgr_->mtx};
+          out->remote = remote_; // Lets the retry timer see that we are peered.
+        }
         mgr_->report(out, error{});
+      }
       mgr_->dial_failed(out, error{});
     } else {
       mgr_->dial_failed(out,

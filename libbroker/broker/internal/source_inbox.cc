@@ -58,6 +58,26 @@ bool source_inbox::push(std::vector<data_message>& xs, std::chrono::milliseconds
   return ok;
 }
 
+bool source_inbox::push_one(data_message x, std::chrono::milliseconds timeout) {
+  std::function<void()> wake;
+  {
+    std::unique_lock<std::mutex> guard{mtx_};
+    auto has_room = [this] { return closed_ || pending_.size() + in_flight_ < capacity_; };
+    if (timeout.count() < 0)
+      room_.wait(guard, has_room);
+    else if (!room_.wait_for(guard, timeout, has_room))
+      return false;
+    if (closed_)
+      return false;
+    pending_.push_back(std::move(x));
+    if (schedule_locked())
+      wake = wake_;
+  }
+  if (wake)
+    wake();
+  return true;
+}
+
 bool source_inbox::try_push(data_message x) {
   std::function<void()> wake;
   {

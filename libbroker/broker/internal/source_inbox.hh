@@ -44,6 +44,10 @@ public:
   bool push(std::vector<data_message>& xs, std::chrono::milliseconds timeout,
             size_t* pushed = nullptr);
 
+  /// Appends one message, waiting for room while the window is full (a negative timeout
+  /// waits forever). Returns false if the inbox was closed or the timeout expired.
+  bool push_one(data_message x, std::chrono::milliseconds timeout);
+
   /// Appends one message if the window has room; never blocks.
   bool try_push(data_message x);
 

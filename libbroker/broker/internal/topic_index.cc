@@ -48,14 +48,13 @@ size_t common_prefix_length(std::string_view x, std::string_view y) {
 
 topic_index::topic_index(size_t cache_capacity)
   : root_(std::make_unique<node>()), cache_capacity_(cache_capacity) {
-  cache_.reserve(cache_capacity_);
+  cache_.resize(cache_capacity_);
 }
 
 topic_index::~topic_index() = default;
 
 void topic_index::changed() {
-  ++generation_;
-  cache_.clear();
+  ++generation_; // Every slot filled before is stale now.
 }
 
 size_t topic_index::subscribe(index_target* target, const filter_type& prefixes) {
@@ -183,18 +182,16 @@ const topic_index::result_type& topic_index::lookup(std::string_view topic) {
     collect(topic, scratch_);
     return scratch_;
   }
-  if (auto i = cache_.find(topic); i != cache_.end()) {
+  auto& slot = cache_[std::hash<std::string_view>{}(topic) % cache_capacity_];
+  if (slot.generation == generation_ && slot.key == topic) {
     ++cache_hits_;
-    return i->second.targets;
+    return slot.targets;
   }
-  collect(topic, scratch_);
-  if (cache_.size() >= cache_capacity_)
-    cache_.erase(cache_.begin()); // Bounded: evict an arbitrary entry.
-  cache_entry entry;
-  entry.key = std::make_unique<std::string>(topic);
-  entry.targets = scratch_;
-  std::string_view key = *entry.key;
-  return cache_.emplace(key, std::move(entry)).first->second.targets;
+  // Refill the slot in place: assign() and collect() reuse the slot's buffers.
+  slot.key.assign(topic.data(), topic.size());
+  collect(topic, slot.targets);
+  slot.generation = generation_;
+  return slot.targets;
 }
 
 size_t topic_index::node_count() const noexcept {

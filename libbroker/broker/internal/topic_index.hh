@@ -13,8 +13,11 @@
 // reported once: each target carries a visit mark compared against a per-lookup epoch, so
 // deduplication needs no sort and no set.
 //
-// Cache: lookups are memoized by exact topic in a bounded map. Every change to the trie
-// bumps a generation counter and empties the cache, so a cached result is never stale.
+// Cache: lookups are memoized by exact topic in a fixed array of slots chosen by hash
+// (direct-mapped). A slot keeps its key and result buffers and overwrites them on a miss,
+// so after warm-up no lookup allocates. Every change to the trie bumps a generation
+// counter; a slot filled under an older generation is a miss, so a cached result is never
+// stale and invalidation costs O(1).
 //
 // Update flow:
 //   1. subscribe(target, prefixes) / unsubscribe(target, prefixes): one pass over the
@@ -29,7 +32,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace broker::internal {
@@ -86,8 +88,9 @@ public:
 private:
   struct node;
 
-  struct cache_entry {
-    std::unique_ptr<std::string> key; // Owns the bytes the map key views.
+  struct cache_slot {
+    uint64_t generation = 0; // 0: never filled (generations start at 1).
+    std::string key;
     result_type targets;
   };
 
@@ -96,11 +99,11 @@ private:
 
   std::unique_ptr<node> root_;
   size_t subscriptions_ = 0;
-  uint64_t generation_ = 0;
+  uint64_t generation_ = 1;
   uint64_t epoch_ = 0;
   uint64_t cache_hits_ = 0;
   size_t cache_capacity_;
-  std::unordered_map<std::string_view, cache_entry> cache_;
+  std::vector<cache_slot> cache_;
   result_type scratch_;
 };
 
