@@ -244,12 +244,18 @@ public:
   }
 
   error put(const data& key, data value, std::optional<timestamp> expiry) override {
-    return write_row(put_, "put", key, value, expiry).err;
+    auto kb = key_blob(key);
+    if (!kb)
+      return kb.error_value();
+    return write_row(put_, "put", *kb, key, value, expiry).err;
   }
 
   expected<bool> put_unique(const data& key, data value,
                             std::optional<timestamp> expiry) override {
-    auto res = write_row(put_unique_, "put_unique", key, value, expiry);
+    auto kb = key_blob(key);
+    if (!kb)
+      return kb.error_value();
+    auto res = write_row(put_unique_, "put_unique", *kb, key, value, expiry);
     if (res.err)
       return res.err;
     return res.changed;
@@ -257,7 +263,10 @@ public:
 
   error add(const data& key, const data& value, data::type init_type,
             std::optional<timestamp> expiry) override {
-    auto current = get(key);
+    auto kb = key_blob(key);
+    if (!kb)
+      return kb.error_value();
+    auto current = lookup(*kb, key);
     if (!current) {
       if (current.error_value() != ec::no_such_key)
         return current.error_value();
@@ -267,17 +276,20 @@ public:
     }
     if (auto err = add_to(*current, value, key))
       return err;
-    return write_row(put_, "add", key, *current, expiry).err;
+    return write_row(put_, "add", *kb, key, *current, expiry).err;
   }
 
   error subtract(const data& key, const data& value,
                  std::optional<timestamp> expiry) override {
-    auto current = get(key);
+    auto kb = key_blob(key);
+    if (!kb)
+      return kb.error_value();
+    auto current = lookup(*kb, key);
     if (!current)
       return current.error_value();
     if (auto err = subtract_from(*current, value, key))
       return err;
-    return write_row(put_, "subtract", key, *current, expiry).err;
+    return write_row(put_, "subtract", *kb, key, *current, expiry).err;
   }
 
   error erase(const data& key) override {
@@ -301,19 +313,10 @@ public:
   }
 
   expected<data> get(const data& key) const override {
-    auto blob = key_blob(key);
-    if (!blob)
-      return blob.error_value();
-    statement_use use{get_};
-    bind_blob(use, 1, *blob);
-    switch (sqlite3_step(use.get())) {
-      case SQLITE_ROW:
-        return column_data(use, 0, "value");
-      case SQLITE_DONE:
-        return error{ec::no_such_key, "no such key: " + describe_key(key)};
-      default:
-        return failure("get");
-    }
+    auto kb = key_blob(key);
+    if (!kb)
+      return kb.error_value();
+    return lookup(*kb, key);
   }
 
   expected<bool> exists(const data& key) const override {
@@ -471,22 +474,33 @@ private:
     return result;
   }
 
-  // Binds key (?1), value (?2) and expiry (?3) to a put statement and runs it.
+  // The value under the encoded key `kb`; `key` only names it in messages.
+  expected<data> lookup(const std::string& kb, const data& key) const {
+    statement_use use{get_};
+    bind_blob(use, 1, kb);
+    switch (sqlite3_step(use.get())) {
+      case SQLITE_ROW:
+        return column_data(use, 0, "value");
+      case SQLITE_DONE:
+        return error{ec::no_such_key, "no such key: " + describe_key(key)};
+      default:
+        return failure("get");
+    }
+  }
+
+  // Binds the encoded key (?1), value (?2) and expiry (?3) to a put statement and runs it.
   write_result write_row(const statement_ptr& stmt, std::string_view operation,
-                         const data& key, const data& value,
+                         const std::string& kb, const data& key, const data& value,
                          std::optional<timestamp> expiry) {
     if (auto err = check_batch(operation))
       return {std::move(err)};
-    auto kb = key_blob(key);
-    if (!kb)
-      return {kb.error_value()};
     auto vb = bin::encode(value);
     if (!vb)
       return {error{vb.error_value().code(), "cannot store the value under key "
                                                + describe_key(key) + ": "
                                                + vb.error_value().message()}};
     statement_use use{stmt};
-    bind_blob(use, 1, *kb);
+    bind_blob(use, 1, kb);
     bind_blob(use, 2, *vb);
     bind_expiry(use, 3, expiry);
     if (sqlite3_step(use.get()) != SQLITE_DONE)

@@ -21,6 +21,9 @@
 // - add/subtract do Broker's value arithmetic (add_to / subtract_from below).
 // - erase of a missing key succeeds; expire of a missing key returns false.
 // - keys(), snapshot() and expiries() list keys in ascending total order (data.hh).
+// - Beyond the errors listed per function, SQLite operations can fail with backend_failure
+//   (I/O, a lock held by another connection, damaged data) and writes with
+//   serialization_failed (a value the binary codec cannot encode).
 
 #include "broker/data.hh"
 #include "broker/error.hh"
