@@ -130,7 +130,8 @@ struct cumulative_ack {
   sequence_number seq = 0;
 };
 
-/// Please resend these events (ascending, non-empty, each >= 1).
+/// Please resend these events (non-empty, each >= 1; consumers list them ascending, the
+/// producer does not rely on it).
 struct nack {
   epoch_id epoch = 0;
   std::vector<sequence_number> seqs;
