@@ -37,8 +37,10 @@ void core_state::remove_handler(uint64_t id) {
   auto& h = *i->second;
   // Anything staged was flushed at the end of the last batch; settle() guarantees it.
   index_.unsubscribe(&h, h.filter());
-  if (h.kind() != handler_kind::peer)
+  if (h.kind() != handler_kind::peer) {
     local_filter_remove(h.filter());
+    announce_needed_ = true; // Peers stop sending what nobody here wants any more.
+  }
   h.close();
   dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), &h), dirty_.end());
   peers_.erase(id);

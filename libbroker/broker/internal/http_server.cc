@@ -423,7 +423,9 @@ void ws_session::write_more() {
     ws_.async_write(asio::buffer(current_ctrl_), std::move(on_written));
     return;
   }
-  if (item_pos_ == items_.size() && !closing_ && out_) {
+  // Once the queue has closed we only finish writing and close: take() would keep
+  // reporting the closed queue, and each report would queue another frame.
+  if (item_pos_ == items_.size() && !closing_ && !close_after_write_ && out_) {
     items_.clear();
     item_pos_ = 0;
     std::optional<filter_type> unused;
