@@ -652,6 +652,18 @@ size_t configuration::topic_cache_size() const {
   return value_at<uint64_t>(values_, builtin_option::topic_cache_size);
 }
 
+size_t configuration::web_socket_max_clients() const {
+  return value_at<uint64_t>(values_, builtin_option::web_socket_max_clients);
+}
+
+size_t configuration::web_socket_max_message_size() const {
+  return value_at<uint64_t>(values_, builtin_option::web_socket_max_message_size);
+}
+
+size_t configuration::web_socket_handshake_timeout() const {
+  return value_at<uint64_t>(values_, builtin_option::web_socket_handshake_timeout);
+}
+
 size_t configuration::max_nesting_depth() const {
   return value_at<uint64_t>(values_, builtin_option::max_nesting_depth);
 }

@@ -204,6 +204,10 @@ public:
   size_t io_threads() const;
   /// broker.topic-cache-size: result-cache entries of the topic index; 0 disables the cache.
   size_t topic_cache_size() const;
+  size_t web_socket_max_clients() const;
+  size_t web_socket_max_message_size() const;
+  /// broker.web-socket.handshake-timeout, in milliseconds.
+  size_t web_socket_handshake_timeout() const;
   /// broker.max-nesting-depth: deepest container nesting a decoder accepts.
   size_t max_nesting_depth() const;
   /// broker.log-level: "error", "warning", "info" or "debug".

@@ -119,6 +119,9 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.policy = conf.web_socket_overflow_policy();
   opts.inbox_capacity = conf.publisher_buffer_size();
   opts.max_depth = conf.max_nesting_depth();
+  opts.max_clients = conf.web_socket_max_clients();
+  opts.max_message_size = conf.web_socket_max_message_size();
+  opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
   auto srv = internal::http_server::start(*net, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)

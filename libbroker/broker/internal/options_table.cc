@@ -21,6 +21,11 @@ constexpr uint64_t max_ttl = 65535;
 constexpr uint64_t min_nesting_depth = 16;
 constexpr uint64_t max_nesting_depth = 4096;
 constexpr uint64_t max_port = 65535;
+constexpr uint64_t max_clients = 1'000'000;
+constexpr uint64_t min_message_size = 1024;
+constexpr uint64_t max_message_size = uint64_t{1} << 31; // Broker's frame limit.
+constexpr uint64_t default_message_size = uint64_t{16} << 20; // websocket-v1.md §3.
+constexpr uint64_t max_timeout_ms = 3'600'000;
 
 // -- row builders -----------------------------------------------------------------------------
 
@@ -240,7 +245,7 @@ std::vector<option_info> make_options_table() {
                             "hops a message may travel before it is no longer forwarded"));
   add(bo::disable_ssl,
       bool_option("broker.disable-ssl", false,
-                  "use plain TCP for peerings and ws:// instead of TLS and wss://"));
+                  "use plain TCP for peerings instead of TLS (no effect without broker.ssl.* settings)"));
   add(bo::port, port_option("broker.port", "BROKER_PORT", 'p',
                             "TCP port that accepts peerings; 0: do not listen"));
   add(bo::io_threads, count_option("broker.io-threads", 1, 1, max_threads,
@@ -276,6 +281,16 @@ std::vector<option_info> make_options_table() {
   add(bo::scheduler_max_threads,
       count_option("broker.scheduler.max-threads", 2, 1, max_threads,
                    "worker threads of the CAF scheduler, which runs the core and store actors"));
+  add(bo::web_socket_max_clients,
+      count_option("broker.web-socket.max-clients", 10000, 1, max_clients,
+                   "concurrent WebSocket clients; more are refused with HTTP 503"));
+  add(bo::web_socket_max_message_size,
+      count_option("broker.web-socket.max-message-size", default_message_size, min_message_size,
+                   max_message_size,
+                   "largest (reassembled) WebSocket message in bytes; larger ones close 1009"));
+  add(bo::web_socket_handshake_timeout,
+      count_option("broker.web-socket.handshake-timeout", 10000, 1, max_timeout_ms,
+                   "milliseconds a client has to upgrade and send its subscriptions"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
   return table;
 }

@@ -44,6 +44,9 @@ enum class builtin_option : size_t {
   metrics_address,
   metrics_port,
   scheduler_max_threads,
+  web_socket_max_clients,
+  web_socket_max_message_size,
+  web_socket_handshake_timeout,
   num_options,
 };
 
