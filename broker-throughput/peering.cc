@@ -77,30 +77,12 @@ uint64_t peer_drops(const broker::endpoint_metrics& m) {
   return result;
 }
 
-/// Waits (bounded, not interruptible) until the core has routed at least `routed` messages
-/// and no peer queue holds any: endpoint shutdown loses messages still in flight (README.md,
-/// "Known library issues"), which would show up as missing events or echoes.
-void flush_to_peers(const broker::endpoint& ep, uint64_t routed) {
+/// Waits (bounded, not interruptible) until no peer queue holds anything, so that the
+/// client's duration covers handing its events to the network.
+void drain_peer_queues(const broker::endpoint& ep) {
   auto deadline = clock::now() + drain_timeout;
-  while (clock::now() < deadline) {
-    auto m = ep.metrics();
-    if (m.processed >= routed && m[broker::handler_kind::peer].buffered == 0)
-      return;
+  while (clock::now() < deadline && ep.metrics()[broker::handler_kind::peer].buffered > 0)
     std::this_thread::sleep_for(throttle_pause);
-  }
-}
-
-/// Waits until every peer is gone, at most echo_grace plus the time a peer needs to say
-/// goodbye, or until a signal.
-void await_peers_leaving(broker::endpoint& ep, broker::status_subscriber& events, session& s) {
-  auto deadline = clock::now() + echo_grace + drain_timeout;
-  while (!ep.peers().empty() && !s.interrupted()) {
-    drain_events(events, s.options().verbose);
-    auto now = clock::now();
-    if (now >= deadline || s.wait({events.fd()}, std::min(deadline, now + path_check_interval))
-                             == wake_reason::signal)
-      return;
-  }
 }
 
 /// Waits until a peer subscribed to the events topic. False: timeout or signal.
@@ -130,8 +112,6 @@ public:
   peering_sink(broker::endpoint& ep, broker::status_subscriber& events,
                broker::subscriber* echoes, session& s)
     : ep_(ep), events_(events), echoes_(echoes), s_(s) {
-    // Status events count as routed messages too: start from what the core routed so far.
-    routed_before_ = ep.metrics().processed;
     auto capacity = ep.config().peer_buffer_size();
     chunk_ = std::max<size_t>(1, capacity / 8);
     high_water_ = capacity / 4;
@@ -181,7 +161,7 @@ public:
   }
 
   void finish(session& s) override {
-    flush_to_peers(ep_, routed_before_ + sent_);
+    drain_peer_queues(ep_);
     if (echoes_ == nullptr || s.interrupted())
       return;
     auto deadline = clock::now() + echo_grace;
@@ -215,7 +195,6 @@ private:
   broker::status_subscriber& events_;
   broker::subscriber* echoes_;
   session& s_;
-  uint64_t routed_before_ = 0;
   size_t chunk_ = 1;
   size_t high_water_ = 0;
   size_t unchecked_ = 0;
@@ -283,9 +262,6 @@ int run_peering_server(broker::configuration cfg, session& s) {
     }
     s.add(msgs.size());
   }
-  // The last echoes must not die in our shutdown: the client leaves once it has them all.
-  if (opts.latency)
-    await_peers_leaving(ep, events, s);
   run_summary result;
   result.events = s.total();
   result.seconds = s.active_seconds();

@@ -14,7 +14,7 @@ EVENTS = 2000
 # policy, so the node gets room for every event of a test.
 NODE_WS_BUFFER = "--broker.web-socket-buffer-size=100000"
 
-# Workaround for a library bug (broker-throughput/README.md, "Known library issues"): a
+# Workaround for a library bug (broker-throughput/README.md, "Known library issue"): a
 # WebSocket publisher whose input the node has to pause (its inbox of
 # broker.publisher-buffer-size messages is full) is dropped with a TCP reset. An inbox
 # larger than any test's burst keeps the node from pausing.
