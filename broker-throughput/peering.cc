@@ -145,10 +145,9 @@ public:
   int input_fd() const override { return echoes_ ? echoes_->fd() : events_.fd(); }
 
   broker::error handle_input() override {
-    if (auto lost = drain_events(events_, s_.options().verbose))
-      return broker::error{broker::ec::peer_unavailable,
-                           "lost the peering with " + endpoint_text(s_.options()) + ": "
-                             + to_string(*lost)};
+    // Events first: the core queues a peer's last echoes before the event that it left,
+    // so polling the echoes afterwards still collects all of them.
+    auto lost = drain_events(events_, s_.options().verbose);
     if (echoes_ != nullptr && echoes_->available() > 0) {
       auto now = broker::now();
       for (auto& msg : echoes_->poll()) {
@@ -157,6 +156,10 @@ public:
           round_trips_.add((now - *sent) / 2);
       }
     }
+    if (lost)
+      return broker::error{broker::ec::peer_unavailable,
+                           "lost the peering with " + endpoint_text(s_.options()) + ": "
+                             + to_string(*lost)};
     return {};
   }
 
