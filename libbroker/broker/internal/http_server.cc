@@ -15,6 +15,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -131,13 +132,16 @@ public:
   uint16_t port() const noexcept override { return bound_port; }
 
   void stop() override {
-    std::vector<std::weak_ptr<ws_session>> sessions;
+    std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> sessions;
     {
       std::lock_guard<std::mutex> guard{mtx};
       if (stopped)
         return;
       stopped = true;
+      sessions.swap(live);
     }
+    // Sessions with pending operations live on in their handlers; the others go now.
+    sessions.clear();
     asio::post(acc.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
       self->acc.close(ignored);
@@ -166,6 +170,21 @@ public:
   std::atomic<size_t> clients{0};
   std::mutex mtx;
   bool stopped = false;
+  /// Every session from upgrade to finish(). A session that stopped reading because its
+  /// inbox is full has no pending operation, so this is what keeps it alive then.
+  std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> live;
+
+  void track(const std::shared_ptr<ws_session>& session) {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (!stopped)
+      live.emplace(session.get(), session);
+  }
+
+  /// Pre: the caller holds its own reference to the session.
+  void untrack(const ws_session* session) {
+    std::lock_guard<std::mutex> guard{mtx};
+    live.erase(session);
+  }
 };
 
 // -- http_session ---------------------------------------------------------------------------
@@ -206,7 +225,9 @@ void http_session::on_read(beast::error_code ec) {
       return;
     }
     stream_.expires_never();
-    std::make_shared<ws_session>(srv_, std::move(stream_))->accept(std::move(req_));
+    auto session = std::make_shared<ws_session>(srv_, std::move(stream_));
+    srv_->track(session);
+    session->accept(std::move(req_));
     return;
   }
   if (opts.metrics && path == metrics_path) {
@@ -274,8 +295,10 @@ void ws_session::accept(http::request<http::string_body> req) {
 }
 
 void ws_session::on_accept(beast::error_code ec) {
-  if (ec)
-    return; // Not a valid upgrade; Beast answered it.
+  if (ec) {
+    srv_->untrack(this); // Not a valid upgrade; Beast answered it.
+    return;
+  }
   ws_.async_read(rbuf_, [self = shared_from_this()](beast::error_code ec, size_t) {
     self->on_first_message(ec);
   });
@@ -291,6 +314,7 @@ void ws_session::on_first_message(beast::error_code ec) {
   if (ec) {
     if (ec == beast::error::timeout)
       log(log_level::info, component, "client " + address_ + " sent no subscriptions in time");
+    finish(peer_end::lost, ec.message());
     return;
   }
   beast::get_lowest_layer(ws_).expires_never();
@@ -485,6 +509,7 @@ void ws_session::finish(peer_end why, const std::string& reason) {
   beast::error_code ignored;
   beast::get_lowest_layer(ws_).socket().shutdown(tcp::socket::shutdown_both, ignored);
   beast::get_lowest_layer(ws_).socket().close(ignored);
+  srv_->untrack(this); // Last: every caller is a handler that holds its own reference.
 }
 
 } // namespace
