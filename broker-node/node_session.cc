@@ -19,13 +19,6 @@ constexpr auto rate_interval = std::chrono::seconds{1};
 constexpr std::string_view no_field = "-";
 
 /// The signals that end the node cleanly.
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
 
 void append_hex_escape(std::string& out, unsigned char c) {
   constexpr std::string_view digits = "0123456789abcdef";
@@ -102,33 +95,6 @@ std::string event_line(const broker::status_variant& event) {
   if (auto* err = std::get_if<broker::error>(&event))
     return "error " + std::string{to_string(err->code())} + " " + escape_line(err->message());
   return {};
-}
-
-// -- signal_watch ---------------------------------------------------------------------------
-
-signal_watch::signal_watch() {
-  auto set = stop_signals();
-  // A signal whose disposition is SIG_IGN (a shell's `node &` ignores SIGINT) is discarded
-  // even while blocked, so it would never reach the signalfd: the daemon must stay stoppable.
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
-signal_watch::~signal_watch() {
-  if (fd_ >= 0)
-    close(fd_);
-}
-
-bool signal_watch::consume() {
-  if (fd_ < 0)
-    return false;
-  bool any = false;
-  signalfd_siginfo info;
-  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info)))
-    any = true;
-  return any;
 }
 
 // -- node_session ---------------------------------------------------------------------------

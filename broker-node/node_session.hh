@@ -25,6 +25,8 @@
 
 #include <broker/endpoint.hh>
 
+#include "signal_watch.hh"
+
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -44,25 +46,8 @@ std::string received_line(const broker::data_message& msg);
 /// `status ...` or `error ...`; empty for `none`.
 std::string event_line(const broker::status_variant& event);
 
-/// Owns SIGINT and SIGTERM for the process (see the file comment).
-class signal_watch {
-public:
-  /// Blocks the signals in the calling thread. Call before any other thread starts.
-  signal_watch();
-  ~signal_watch();
-
-  signal_watch(const signal_watch&) = delete;
-  signal_watch& operator=(const signal_watch&) = delete;
-
-  /// Readable when a signal is pending; -1 if the signalfd could not be created.
-  int fd() const noexcept { return fd_; }
-
-  /// Consumes pending signals; returns true if there was one.
-  bool consume();
-
-private:
-  int fd_ = -1;
-};
+/// SIGINT/SIGTERM as a descriptor (shared with the other tools).
+using broker_tools::signal_watch;
 
 /// Why wait() returned.
 enum class wake_reason : uint8_t { input, signal, deadline };

@@ -19,14 +19,6 @@ constexpr auto rate_interval = std::chrono::seconds{1};
 /// How often a busy loop looks at the signalfd.
 constexpr auto signal_check_interval = std::chrono::milliseconds{1};
 
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
-
 /// The time left until `until`, for ppoll (never negative; nanosecond precision, so short
 /// pacing intervals are not rounded up to a millisecond).
 timespec time_left(session::clock::time_point now, session::clock::time_point until) {
@@ -45,29 +37,6 @@ double to_seconds(session::clock::duration x) {
 }
 
 } // namespace
-
-// -- signal_watch -----------------------------------------------------------------------
-
-signal_watch::signal_watch() {
-  auto set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
-signal_watch::~signal_watch() {
-  if (fd_ >= 0)
-    close(fd_);
-}
-
-bool signal_watch::consume() {
-  if (fd_ < 0)
-    return false;
-  bool any = false;
-  signalfd_siginfo info;
-  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info)))
-    any = true;
-  return any;
-}
 
 // -- session ----------------------------------------------------------------------------
 
