@@ -664,6 +664,30 @@ size_t configuration::web_socket_handshake_timeout() const {
   return value_at<uint64_t>(values_, builtin_option::web_socket_handshake_timeout);
 }
 
+size_t configuration::store_buffer_size() const {
+  return value_at<uint64_t>(values_, builtin_option::store_buffer_size);
+}
+
+size_t configuration::store_heartbeat_interval() const {
+  return value_at<uint64_t>(values_, builtin_option::store_heartbeat_interval);
+}
+
+size_t configuration::store_timeout_intervals() const {
+  return value_at<uint64_t>(values_, builtin_option::store_timeout_intervals);
+}
+
+size_t configuration::store_request_timeout() const {
+  return value_at<uint64_t>(values_, builtin_option::store_request_timeout);
+}
+
+size_t configuration::store_tick_interval() const {
+  return value_at<uint64_t>(values_, builtin_option::store_tick_interval);
+}
+
+size_t configuration::store_master_probe_timeout() const {
+  return value_at<uint64_t>(values_, builtin_option::store_master_probe_timeout);
+}
+
 size_t configuration::max_nesting_depth() const {
   return value_at<uint64_t>(values_, builtin_option::max_nesting_depth);
 }

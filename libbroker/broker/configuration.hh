@@ -208,6 +208,18 @@ public:
   size_t web_socket_max_message_size() const;
   /// broker.web-socket.handshake-timeout, in milliseconds.
   size_t web_socket_handshake_timeout() const;
+  /// broker.store.buffer-size: commands queued per store handler (policy block).
+  size_t store_buffer_size() const;
+  /// broker.store.heartbeat-interval, in milliseconds.
+  size_t store_heartbeat_interval() const;
+  /// broker.store.timeout-intervals: silent heartbeat intervals before a peer store is gone.
+  size_t store_timeout_intervals() const;
+  /// broker.store.request-timeout, in milliseconds.
+  size_t store_request_timeout() const;
+  /// broker.store.tick-interval, in milliseconds.
+  size_t store_tick_interval() const;
+  /// broker.store.master-probe-timeout, in milliseconds.
+  size_t store_master_probe_timeout() const;
   /// broker.max-nesting-depth: deepest container nesting a decoder accepts.
   size_t max_nesting_depth() const;
   /// broker.log-level: "error", "warning", "info" or "debug".

@@ -4,6 +4,7 @@
 #include "broker/internal/logger.hh"
 
 #include <future>
+#include <thread>
 #include "broker/internal/local_queue.hh"
 #include "broker/internal/source_inbox.hh"
 
@@ -291,12 +292,134 @@ void endpoint::shutdown() {
   // been routed into the peers' send queues when it returns, so the BYE below follows it.
   if (auto rt = ctx_->runtime())
     rt->run([](core_state&) {});
+  // Stores stop before the actor system goes away (it waits for every actor).
+  for (auto& fe : ctx_->stop_stores())
+    fe->stop();
   // Network first: peers get BYE while the core can still hand them queued messages.
   if (auto net = ctx_->stop_network())
     net->shutdown();
   if (auto rt = ctx_->stop())
     rt->shutdown();
   own_->close();
+}
+
+namespace {
+
+error check_store_name(const std::string& name) {
+  if (name.empty())
+    return error{ec::invalid_topic, "a store name must not be empty"};
+  if (is_reserved_topic(name))
+    return error{ec::invalid_topic, "store name \"" + name + "\" starts with the reserved <$>"};
+  return {};
+}
+
+internal::store_settings store_settings_of(const configuration& cfg) {
+  internal::store_settings st;
+  st.heartbeat_interval = std::chrono::milliseconds{cfg.store_heartbeat_interval()};
+  st.timeout_intervals = static_cast<uint32_t>(cfg.store_timeout_intervals());
+  st.request_timeout = std::chrono::milliseconds{cfg.store_request_timeout()};
+  st.probe_timeout = std::chrono::milliseconds{cfg.store_master_probe_timeout()};
+  return st;
+}
+
+uint64_t random_uid() {
+  // Two endpoint ids' worth of randomness, folded: unique per store incarnation.
+  auto id = endpoint_id::random();
+  uint64_t result = 0;
+  for (auto b : id.bytes())
+    result = result * 131 + static_cast<uint8_t>(b);
+  return result == 0 ? 1 : result;
+}
+
+} // namespace
+
+expected<store> endpoint::attach_master(const std::string& name, backend type,
+                                        const backend_options& opts) {
+  if (auto err = check_store_name(name))
+    return err;
+  auto rt = ctx_->runtime();
+  if (!rt)
+    return shutting_down();
+  if (ctx_->has_master(name))
+    return error{ec::master_exists, "store " + name + " already has a master on this endpoint"};
+  auto kind = type == backend::sqlite ? internal::backend_kind::sqlite
+                                      : internal::backend_kind::memory;
+  auto be = internal::make_backend(kind, opts);
+  if (!be)
+    return be.error_value();
+  const auto& cfg = ctx_->config();
+  auto st = store_settings_of(cfg);
+  auto id = ctx_->next_id();
+  auto fe = std::make_shared<internal::store_frontend>(name, true, id, to_string(node_id()),
+                                                       st.request_timeout);
+  if (!ctx_->add_store(fe))
+    return error{ec::master_exists, "store " + name + " already has a master on this endpoint"};
+  auto backend_ptr = std::make_shared<std::unique_ptr<internal::store_backend>>(std::move(*be));
+  auto uid = random_uid();
+  auto started = internal::spawn_store(
+    *rt, id, handler_kind::store_master, internal::master_topic(name), cfg.store_buffer_size(),
+    std::chrono::milliseconds{cfg.store_tick_interval()}, fe,
+    [name, uid, backend_ptr, st](internal::store_env& env) {
+      return internal::make_master_logic(name, uid, std::move(*backend_ptr), st, env);
+    });
+  if (!started) {
+    ctx_->remove_store(fe);
+    return shutting_down();
+  }
+  // Wait for the probe: another master answers within the probe timeout or never.
+  auto deadline = std::chrono::steady_clock::now() + st.probe_timeout + st.request_timeout;
+  for (;;) {
+    auto x = fe->query([](internal::store_logic& logic, timestamp, internal::store_reply reply) {
+      if (logic.failure())
+        reply(logic.failure());
+      else
+        reply(data{logic.ready()});
+    }, st.request_timeout);
+    if (!x) {
+      fe->stop();
+      rt->post([id](core_state& s) {
+        s.remove_handler(id);
+        s.remove_source(id);
+      });
+      ctx_->remove_store(fe);
+      return x.error_value();
+    }
+    if (get<bool>(*x))
+      break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      fe->stop();
+      ctx_->remove_store(fe);
+      return error{ec::request_timeout, "store " + name + ": the master did not start"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  return store{fe};
+}
+
+expected<store> endpoint::attach_clone(const std::string& name) {
+  if (auto err = check_store_name(name))
+    return err;
+  auto rt = ctx_->runtime();
+  if (!rt)
+    return shutting_down();
+  const auto& cfg = ctx_->config();
+  auto st = store_settings_of(cfg);
+  auto id = ctx_->next_id();
+  auto fe = std::make_shared<internal::store_frontend>(name, false, id, to_string(node_id()),
+                                                       st.request_timeout);
+  ctx_->add_store(fe);
+  auto uid = random_uid();
+  auto started = internal::spawn_store(
+    *rt, id, handler_kind::store_clone, internal::clone_topic(name), cfg.store_buffer_size(),
+    std::chrono::milliseconds{cfg.store_tick_interval()}, fe,
+    [name, uid, st](internal::store_env& env) {
+      return internal::make_clone_logic(name, uid, st, env);
+    });
+  if (!started) {
+    ctx_->remove_store(fe);
+    return shutting_down();
+  }
+  return store{fe};
 }
 
 bool endpoint::is_shut_down() const noexcept {

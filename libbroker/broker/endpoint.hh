@@ -22,6 +22,7 @@
 #include "broker/overflow_policy.hh"
 #include "broker/publisher.hh"
 #include "broker/status.hh"
+#include "broker/store.hh"
 #include "broker/subscriber.hh"
 #include "broker/topic.hh"
 
@@ -142,6 +143,20 @@ public:
 
   /// A problem starting a server the configuration asked for (none if all went well).
   const error& startup_error() const noexcept;
+
+  // -- data stores (doc/stores.md) ------------------------------------------------------
+
+  /// Attaches the master of store `name` with a backend. Waits up to
+  /// broker.store.master-probe-timeout for an existing master in the network to object.
+  /// Errors: master_exists (here or on a reachable node), invalid_config (bad backend
+  /// option, named), cannot_open_file (SQLite file unusable), invalid_topic (bad name),
+  /// shutting_down.
+  expected<store> attach_master(const std::string& name, backend type = backend::memory,
+                                const backend_options& opts = {});
+
+  /// Attaches a clone of store `name`. Returns at once; the clone finds its master through
+  /// the peerings (store::await_ready waits for its first snapshot).
+  expected<store> attach_clone(const std::string& name);
 
   // -- introspection and lifetime ----------------------------------------------------
 

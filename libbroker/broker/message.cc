@@ -6,8 +6,8 @@
 namespace broker {
 
 message_impl::message_impl(std::string topic, data value, std::string binary,
-                           route_info route)
-  : topic_(std::move(topic)), value_(std::move(value)), route_(route) {
+                           route_info route, message_kind kind)
+  : topic_(std::move(topic)), value_(std::move(value)), kind_(kind), route_(route) {
   std::call_once(binary_once_, [&] { binary_ = std::move(binary); });
 }
 

@@ -35,21 +35,30 @@ struct route_info {
   uint16_t ttl = 0;
 };
 
+/// What a message carries. Applications only ever see `data`; `command` messages are data-store
+/// traffic between masters and clones (peering frame type 2), which the core delivers only to
+/// store handlers and peers.
+enum class message_kind : uint8_t { data, command };
+
 /// The shared state behind a data_message. Immutable after construction except for the
 /// lazily filled encoding caches, which are guarded by once-flags.
 class message_impl {
 public:
-  message_impl(std::string topic, data value) noexcept
-    : topic_(std::move(topic)), value_(std::move(value)) {}
+  message_impl(std::string topic, data value,
+               message_kind kind = message_kind::data) noexcept
+    : topic_(std::move(topic)), value_(std::move(value)), kind_(kind) {}
 
   /// Builds a message whose binary encoding is already known (received from a peer).
-  message_impl(std::string topic, data value, std::string binary, route_info route);
+  message_impl(std::string topic, data value, std::string binary, route_info route,
+               message_kind kind = message_kind::data);
 
   message_impl(const message_impl&) = delete;
   message_impl& operator=(const message_impl&) = delete;
 
   const std::string& topic() const noexcept { return topic_; }
   const data& value() const noexcept { return value_; }
+
+  message_kind kind() const noexcept { return kind_; }
 
   /// Network origin of a message received from a peer (default for local ones).
   const route_info& route() const noexcept { return route_; }
@@ -81,6 +90,7 @@ private:
   mutable std::atomic<size_t> rc_{1};
   std::string topic_;
   data value_;
+  message_kind kind_ = message_kind::data;
   route_info route_;
   mutable std::once_flag binary_once_;
   mutable std::once_flag json_once_;
@@ -124,6 +134,7 @@ public:
   /// Pre: the message is not null.
   const std::string& topic() const noexcept { return ptr_->topic(); }
   const data& value() const noexcept { return ptr_->value(); }
+  message_kind kind() const noexcept { return ptr_->kind(); }
   const message_impl& impl() const noexcept { return *ptr_; }
 
   /// True if both handles refer to the same shared object.

@@ -298,10 +298,11 @@ void core_state::process(uint64_t id) {
         }
       }
       if (!src.remote) {
-        // Route a run of same-topic messages handler-major: one lookup, one room check
+        // Route a run of same-topic, same-kind messages handler-major: one lookup, one room check
         // and one reference-count add per message for the whole fan-out.
         auto end = src.pos + 1;
-        while (end < src.batch.size() && src.batch[end].topic() == msg.topic())
+        while (end < src.batch.size() && src.batch[end].topic() == msg.topic()
+               && src.batch[end].kind() == msg.kind())
           ++end;
         if (end - src.pos > 1 && route_run(&msg, end - src.pos, src, id)) {
           src.pos = end;
@@ -379,11 +380,15 @@ bool core_state::route(const data_message& msg, const source_state* src,
   } else {
     may_forward = false; // Core events are local by definition.
   }
+  // "<$>" topics (store events, statuses) never leave the node, even to a peer whose
+  // filter is the empty prefix.
+  if (may_forward && is_reserved_topic(msg.topic()))
+    may_forward = false;
   if (may_park) {
     for (auto* t : targets) {
       auto* h = static_cast<handler*>(t);
       if (h->policy() != overflow_policy::block || h->id() == source_id || h->closed()
-          || h->has_room())
+          || !h->accepts(msg.kind()) || h->has_room())
         continue;
       // Make the sink's view exact, then ask it to tell us when it drains. The flush
       // cannot change the index (removals wait for settle()), so `targets` stays valid.
@@ -431,14 +436,15 @@ bool core_state::route_run(const data_message* xs, size_t k, const source_state&
   for (auto* t : targets) {
     auto* h = static_cast<handler*>(t);
     if (h->policy() == overflow_policy::block && h->id() != source_id && !h->closed()
-        && !h->has_room(k))
+        && h->accepts(xs[0].kind()) && !h->has_room(k))
       return false; // The per-message path parks exactly at the first message that waits.
   }
   counters_.processed += k;
   run_routes_.clear();
   for (size_t i = 0; i < k; ++i)
     run_routes_.push_back(route_info{opts_.id, ++next_sequence_, 0, opts_.ttl});
-  bool may_forward = !(src.client && opts_.disable_forwarding);
+  bool may_forward = !(src.client && opts_.disable_forwarding)
+                     && !is_reserved_topic(xs[0].topic());
   auto n = targets.size();
   for (size_t i = 0; i < k; ++i)
     xs[i].impl().ref(n);

@@ -100,6 +100,11 @@ std::function<void()> core_runtime::room_callback(uint64_t handler_id) {
   return [link = link_, handler_id] { link->send(room_atom::value, handler_id); };
 }
 
+void* core_runtime::actor_system() noexcept {
+  std::lock_guard<std::mutex> guard{shutdown_mtx_};
+  return impl_ ? &impl_->sys : nullptr;
+}
+
 void core_runtime::shutdown() {
   {
     // Cut the link first: from now on no callback reaches the actor.

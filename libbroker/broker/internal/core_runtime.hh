@@ -77,6 +77,10 @@ public:
   /// A callback that tells the core that handler `id` has room again.
   std::function<void()> room_callback(uint64_t handler_id);
 
+  /// The CAF actor system as an opaque pointer (store_actor.cc spawns store actors in
+  /// it), or nullptr after shutdown. Keeps CAF out of this header.
+  void* actor_system() noexcept;
+
   /// See the file comment. Idempotent.
   void shutdown();
 

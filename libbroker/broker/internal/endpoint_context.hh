@@ -11,7 +11,9 @@
 #include "broker/internal/core_runtime.hh"
 #include "broker/internal/http_server.hh"
 #include "broker/internal/peering.hh"
+#include "broker/internal/store_actor.hh"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -74,6 +76,36 @@ public:
     return std::move(servers_);
   }
 
+  /// Registers a store; fails (returns false) for a second master of the same name.
+  bool add_store(std::shared_ptr<store_frontend> fe) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (fe->is_master())
+      for (auto& x : stores_)
+        if (x->is_master() && x->name() == fe->name())
+          return false;
+    stores_.push_back(std::move(fe));
+    return true;
+  }
+
+  /// True if a local master of `name` runs.
+  bool has_master(const std::string& name) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& x : stores_)
+      if (x->is_master() && x->name() == name)
+        return true;
+    return false;
+  }
+
+  void remove_store(const std::shared_ptr<store_frontend>& fe) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stores_.erase(std::remove(stores_.begin(), stores_.end(), fe), stores_.end());
+  }
+
+  std::vector<std::shared_ptr<store_frontend>> stop_stores() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(stores_);
+  }
+
 private:
   configuration cfg_;
   endpoint_id id_;
@@ -82,6 +114,7 @@ private:
   std::shared_ptr<core_runtime> rt_;
   std::shared_ptr<peer_manager> net_;
   std::vector<std::shared_ptr<http_server>> servers_;
+  std::vector<std::shared_ptr<store_frontend>> stores_;
 };
 
 } // namespace broker::internal

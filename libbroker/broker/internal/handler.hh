@@ -59,7 +59,7 @@ public:
   /// Stages `msg` from source `source_id` (see the file comment). `route` is what a network
   /// handler puts on the wire (origin, sequence, hops, ttl); local handlers ignore it.
   offer_result offer(const data_message& msg, uint64_t source_id, const route_info& route) {
-    if (source_id == id_)
+    if (source_id == id_ || !accepts(msg.kind()))
       return offer_result::skipped;
     if (closed_)
       return offer_result::closed;
@@ -77,7 +77,7 @@ public:
   /// caller then returns the references. Pre: a `block` handler has room for all k.
   bool offer_run(const data_message* xs, size_t k, uint64_t source_id,
                  const route_info* routes) {
-    if (source_id == id_ || closed_)
+    if (source_id == id_ || closed_ || !accepts(xs[0].kind()))
       return false;
     for (size_t i = 0; i < k; ++i)
       staged_.push_back(data_message::adopt(xs[i].impl()));
@@ -87,6 +87,12 @@ public:
   }
 
   bool has_staged() const noexcept { return !staged_.empty(); }
+
+  /// True if messages of kind `x` are for this handler: data for applications and
+  /// WebSocket clients, commands for stores, both for peers.
+  bool accepts(message_kind x) const noexcept {
+    return (accepted_kinds_ & kind_bit(x)) != 0;
+  }
 
   /// Moves the staged messages into the sink.
   push_result flush() {
@@ -117,6 +123,13 @@ protected:
   /// Network handlers set this to receive route_info with every staged message.
   void wants_route(bool value) noexcept { wants_route_ = value; }
 
+  static constexpr uint8_t kind_bit(message_kind x) noexcept {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(x));
+  }
+
+  /// A bit set of kind_bit() values; data only unless a subclass says otherwise.
+  void accepted_kinds(uint8_t bits) noexcept { accepted_kinds_ = bits; }
+
 private:
   uint64_t id_;
   handler_kind kind_;
@@ -124,6 +137,7 @@ private:
   size_t capacity_;
   bool closed_ = false;
   bool wants_route_ = false;
+  uint8_t accepted_kinds_ = kind_bit(message_kind::data);
   filter_type filter_;
   std::vector<data_message> staged_;
   std::vector<route_info> staged_routes_;
@@ -169,6 +183,7 @@ public:
       extension_(extension),
       queue_(std::move(queue)) {
     wants_route(true);
+    accepted_kinds(kind_bit(message_kind::data) | kind_bit(message_kind::command));
   }
 
   /// The peer's endpoint id.

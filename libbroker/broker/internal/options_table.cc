@@ -291,6 +291,24 @@ std::vector<option_info> make_options_table() {
   add(bo::web_socket_handshake_timeout,
       count_option("broker.web-socket.handshake-timeout", 10000, 1, max_timeout_ms,
                    "milliseconds a client has to upgrade and send its subscriptions"));
+  add(bo::store_buffer_size,
+      count_option("broker.store.buffer-size", 1024, 1, max_queue_entries,
+                   "store commands queued per store before its sources wait (policy block)"));
+  add(bo::store_heartbeat_interval,
+      count_option("broker.store.heartbeat-interval", 1000, 10, max_timeout_ms,
+                   "milliseconds between a store channel's heartbeats and acknowledgements"));
+  add(bo::store_timeout_intervals,
+      count_option("broker.store.timeout-intervals", 10, 1, 1000,
+                   "heartbeat intervals of silence after which a master or clone counts as gone"));
+  add(bo::store_request_timeout,
+      count_option("broker.store.request-timeout", 10000, 1, max_timeout_ms,
+                   "milliseconds a blocking store call waits before request_timeout"));
+  add(bo::store_tick_interval,
+      count_option("broker.store.tick-interval", 100, 1, max_timeout_ms,
+                   "milliseconds between a store's timer checks (expiry resolution)"));
+  add(bo::store_master_probe_timeout,
+      count_option("broker.store.master-probe-timeout", 300, 0, max_timeout_ms,
+                   "milliseconds attach_master waits for an existing master to object"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
   return table;
 }

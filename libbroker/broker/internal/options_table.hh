@@ -47,6 +47,12 @@ enum class builtin_option : size_t {
   web_socket_max_clients,
   web_socket_max_message_size,
   web_socket_handshake_timeout,
+  store_buffer_size,
+  store_heartbeat_interval,
+  store_timeout_intervals,
+  store_request_timeout,
+  store_tick_interval,
+  store_master_probe_timeout,
   num_options,
 };
 

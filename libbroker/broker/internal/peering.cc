@@ -387,8 +387,11 @@ private:
           finish_close(peer_end::removed, close_reason_);
         }
         break;
+      case wire::message_type::command:
+        if (!local_sender)
+          handle_command(*msg);
+        break;
       default:
-        // Store commands (type 2) arrive with data stores; until then they are dropped.
         ++malformed_;
         break;
     }
@@ -428,6 +431,25 @@ private:
     // Keep the received bytes: relaying this message re-encodes nothing.
     input_.emplace_back(new message_impl(std::string{msg.topic}, std::move(*value),
                                          std::string{value_bytes}, route));
+  }
+
+  /// Data-store traffic (spec §6.5). Our stores encode their commands as one binary
+  /// value; a payload that is no such value (e.g. Broker's own store protocol) is still
+  /// relayed by topic like any command, it just means nothing to our stores.
+  void handle_command(const wire::node_message_view& msg) {
+    if (!msg.receiver.is_nil() && msg.receiver != mgr_->own)
+      return;
+    if (is_reserved_topic(msg.topic)) {
+      ++malformed_;
+      return;
+    }
+    route_info route;
+    route.ttl = msg.ttl;
+    auto value = bin::decode(msg.payload, mgr_->max_depth);
+    input_.emplace_back(new message_impl(std::string{msg.topic},
+                                         value ? std::move(*value) : data{},
+                                         std::string{msg.payload}, route,
+                                         message_kind::command));
   }
 
   void handle_routing_update(std::string_view payload) {
@@ -521,7 +543,10 @@ private:
       return;
     const auto& topic = item.msg.topic();
     error err;
-    if (extension_ && !item.route.origin.is_nil()) {
+    if (item.msg.kind() == message_kind::command) {
+      err = wire::append_node_message(wbuf_, mgr_->own, endpoint_id{},
+                                      wire::message_type::command, item.route.ttl, topic, bytes);
+    } else if (extension_ && !item.route.origin.is_nil()) {
       wire::extended_data ext{item.route.origin, item.route.sequence, item.route.hops, bytes};
       err = wire::append_extended_data(wbuf_, mgr_->own, endpoint_id{}, item.route.ttl, topic,
                                        ext);
