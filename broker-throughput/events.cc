@@ -1,6 +1,7 @@
 #include "events.hh"
 
 #include <cassert>
+#include <charconv>
 #include <random>
 #include <string>
 #include <utility>
@@ -31,6 +32,10 @@ constexpr int set_elements = 10;
 constexpr size_t key_length = 15;
 constexpr size_t element_length = 5;
 constexpr uint64_t table_seed = 0x62726f6b6572; // "broker"
+
+// Type 0: the send time's digits, then this separator, then filler up to the size.
+constexpr char raw_separator = ' ';
+constexpr char raw_filler = 'x';
 
 // Positions inside the shapes, for sent_time().
 constexpr size_t content_index = 2;
@@ -95,6 +100,25 @@ data zeek_message(count type, data content) {
   return data{std::move(result)};
 }
 
+/// The type-0 string: "<ns since the epoch> xxx...x", raw_payload_size bytes.
+data raw_payload(timestamp sent) {
+  std::string result(raw_payload_size, raw_filler);
+  auto ns = sent.time_since_epoch().count();
+  auto [end, ec] = std::to_chars(result.data(), result.data() + result.size(), ns);
+  assert(ec == std::errc{} && end < result.data() + result.size());
+  *end = raw_separator;
+  return data{std::move(result)};
+}
+
+/// The send time at the start of a type-0 string, or nullopt.
+std::optional<timestamp> raw_sent_time(const std::string& str) {
+  int64_t ns = 0;
+  auto [end, ec] = std::from_chars(str.data(), str.data() + str.size(), ns);
+  if (ec != std::errc{} || end == str.data() + str.size() || *end != raw_separator)
+    return std::nullopt;
+  return timestamp{broker::timespan{ns}};
+}
+
 const broker::vector* vector_at(const broker::vector& xs, size_t index) {
   return index < xs.size() ? broker::get_if<broker::vector>(xs[index]) : nullptr;
 }
@@ -107,7 +131,7 @@ const timestamp* timestamp_at(const broker::vector& xs, size_t index) {
 
 event_factory::event_factory(uint64_t type, bool with_metadata)
   : type_(type), with_metadata_(with_metadata) {
-  assert(type >= 1 && type <= 3);
+  assert(type <= 3);
   if (type_ == 2)
     prototype_ = conn_record_without_timestamp();
   else if (type_ == 3)
@@ -118,6 +142,8 @@ data event_factory::make(timestamp sent) const {
   // Built with plain vectors and moves: the only deep copy is the prototype's.
   broker::vector content;
   switch (type_) {
+    case 0:
+      return raw_payload(sent);
     case 2: {
       auto record = prototype_;
       broker::get<broker::vector>(record).front() = sent;
@@ -161,6 +187,8 @@ data event_factory::make(timestamp sent) const {
 }
 
 std::optional<timestamp> sent_time(const data& event) {
+  if (auto* str = broker::get_if<std::string>(event))
+    return raw_sent_time(*str);
   auto* msg = broker::get_if<broker::vector>(event);
   if (msg == nullptr || msg->size() != 3)
     return std::nullopt;

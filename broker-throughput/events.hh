@@ -1,6 +1,8 @@
 #pragma once
 
-// The benchmark's three event shapes (README.md lists them in full):
+// The benchmark's event shapes (README.md lists them in full):
+//   0: a 64-byte string  "<send time, ns since the epoch> xxx...x"  (a raw payload of the
+//      size Broker's and our other benchmarks use; not a Zeek message)
 //   1: a Zeek event  [count 1, count 1, ["event_1", [integer 42, "test"]]]
 //      (with --latency: a third element, Zeek's metadata [[count 1, <send time>]])
 //   2: a Zeek log write  [count 1, count 3, [enum "Conn::LOG", enum "Log::WRITER_ASCII",
@@ -17,16 +19,21 @@
 #include <broker/data.hh>
 #include <broker/time.hh>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
 namespace broker_throughput {
 
+/// Size of a type-0 event's string.
+inline constexpr size_t raw_payload_size = 64;
+
 /// Builds events of one type (see the file comment).
 class event_factory {
 public:
-  /// Pre: 1 <= type <= 3. With `with_metadata`, type 1 carries its send time as Zeek
-  /// metadata (types 2 and 3 always carry it in their first field).
+  /// Pre: type <= 3. With `with_metadata`, type 1 carries its send time as Zeek
+  /// metadata (types 0, 2 and 3 always carry it: in the string's leading digits or in their
+  /// first field).
   event_factory(uint64_t type, bool with_metadata);
 
   /// A fresh event stamped with `sent`.

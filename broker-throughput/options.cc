@@ -15,7 +15,8 @@ namespace {
 // -- defaults and limits ----------------------------------------------------------------
 
 constexpr uint64_t default_event_type = 1;
-constexpr uint64_t num_event_types = 3;
+constexpr uint64_t min_event_type = 0;
+constexpr uint64_t max_event_type = 3;
 
 /// 0 means "as fast as possible" (Broker's default is 1 batch/s, a trickle; see README).
 constexpr uint64_t default_batch_rate = 0;
@@ -91,9 +92,9 @@ error add_throughput_options(broker::configuration& cfg) {
   std::vector<option_info> rows;
   rows.push_back(flag_row("server", "receive and count events on <addr>:<port> instead of "
                                     "publishing to <host>[:<port>]"));
-  rows.push_back(count_row("event-type", default_event_type, 1, num_event_types,
-                           "1: Zeek event(42, \"test\"); 2: conn.log-like log write; "
-                           "3: timestamp + table of 100 sets",
+  rows.push_back(count_row("event-type", default_event_type, min_event_type, max_event_type,
+                           "0: 64-byte string; 1: Zeek event(42, \"test\"); "
+                           "2: conn.log-like log write; 3: timestamp + table of 100 sets",
                            't'));
   rows.push_back(count_row("batch-rate", default_batch_rate, 0, max_batch_rate,
                            "batches per second; 0: as fast as possible", 'r'));

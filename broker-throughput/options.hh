@@ -57,7 +57,7 @@ struct throughput_options {
   transport via = transport::peering;
   std::string host; ///< Client: the node to reach. Server: bind address ("" = all).
   uint16_t port = default_port;
-  uint64_t event_type = 1;  ///< 1, 2 or 3 (events.hh).
+  uint64_t event_type = 1;  ///< 0, 1, 2 or 3 (events.hh).
   uint64_t batch_rate = 0;  ///< Batches per second; 0 = as fast as possible.
   uint64_t batch_size = 1;  ///< Messages per batch.
   uint64_t count = 0;       ///< Messages to send (client) or receive (server); 0 = no limit.

@@ -39,6 +39,7 @@ def help_lists_every_option(tp):
         expect_exit(p, 0)
         text = "\n".join(p.lines)
         check(text.startswith("Usage: broker-throughput"), "help starts with a usage line")
+        check("0: 64-byte string" in text, "--help describes event type 0\n%s" % text)
         for option in OPTIONS_IN_HELP:
             check(option in text, "--help does not mention %s\n%s" % (option, text))
 

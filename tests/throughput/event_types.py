@@ -1,10 +1,14 @@
-"""Each event type (1: Zeek event, 2: conn.log write, 3: table of sets) crosses a peering
-complete, in batches and with a last batch cut short by --count."""
+"""Each event type (0: 64-byte string, 1: Zeek event, 2: conn.log write, 3: table of sets)
+crosses a peering complete, in batches and with a last batch cut short by --count; a type-0
+event is a 64-byte string that starts with its send time."""
 
-from tp_util import Cleanup, Proc, check_eq, expect_exit, run
+import re
+import time
+
+from tp_util import Cleanup, Proc, check, check_eq, expect_exit, run
 
 # Type 3 events are ~9 KB each and costly to build: fewer of them keep the test short.
-EVENTS = {1: 3000, 2: 3000, 3: 300}
+EVENTS = {0: 3000, 1: 3000, 2: 3000, 3: 300}
 
 # 7 does not divide the counts, so the last batch is a partial one.
 BATCH_SIZE = 7
@@ -25,9 +29,43 @@ def one_type(tp, event_type, events):
         check_eq(server.summary()["events"], events, "type %d events received" % event_type)
 
 
+# broker-node -v prints `received <topic> <value>`; a string value as its characters.
+RAW_EVENT = re.compile(r"^received /benchmark/events ((\d+) x+)$")
+RAW_EVENTS = 5
+RAW_SIZE = 64
+RECEIVE_TIMEOUT = 30.0
+
+
+def type_0_is_a_stamped_64_byte_string(tp, node):
+    with Cleanup() as c:
+        receiver = c.add(Proc(node, ["-p", "0", "--listen-address", "127.0.0.1",
+                                     "-t", "/benchmark/events", "-v", "--broker.disable-ssl"],
+                              name="broker-node"))
+        port = receiver.listening_port()
+        before_ns = time.time_ns()
+        client = c.add(Proc(tp, ["-t", "0", "-n", str(RAW_EVENTS), "--disable-ssl",
+                                 "127.0.0.1:%d" % port], name="client -t 0"))
+        expect_exit(client, 0)
+        after_ns = time.time_ns()
+        def received():
+            return [l for l in receiver.lines if l.startswith("received ")]
+        deadline = time.monotonic() + RECEIVE_TIMEOUT
+        while len(received()) < RAW_EVENTS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check_eq(len(received()), RAW_EVENTS, "type-0 events the node printed")
+        for line in received():
+            m = RAW_EVENT.match(line)
+            check(m is not None, "a type-0 event is digits, a space and x's: %r" % line)
+            check_eq(len(m.group(1)), RAW_SIZE, "length of the type-0 string %r" % m.group(1))
+            check(before_ns <= int(m.group(2)) <= after_ns,
+                  "the leading digits are the send time in ns: %s not in [%d, %d]"
+                  % (m.group(2), before_ns, after_ns))
+
+
 def main(tp, node):
     for event_type, events in sorted(EVENTS.items()):
         one_type(tp, event_type, events)
+    type_0_is_a_stamped_64_byte_string(tp, node)
 
 
 run(main)

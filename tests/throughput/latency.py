@@ -56,7 +56,7 @@ def text_output(tp):
 
 
 def main(tp, node):
-    for event_type in (1, 2, 3):
+    for event_type in (0, 1, 2, 3):
         json_output(tp, event_type)
     text_output(tp)
 
