@@ -119,9 +119,7 @@ expected<data> store::keys() const {
 error store::write(data op) const {
   if (!fe_)
     return closed_error();
-  return fe_->write([op = std::move(op)](store_logic& logic, timestamp now) mutable {
-    logic.write(std::move(op), now);
-  });
+  return fe_->write(std::move(op));
 }
 
 error store::put(data key, data value, std::optional<timespan> expiry) {

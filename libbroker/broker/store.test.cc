@@ -328,3 +328,19 @@ TEST_CASE("a store command never reaches subscribers or clients", "[store]") {
   REQUIRE(msg);
   CHECK(msg->topic() == "/visible");
 }
+
+TEST_CASE("a burst of clone writes larger than the channel window all arrive", "[store]") {
+  endpoint a{fast_config()}, b{fast_config()};
+  connect(a, b);
+  auto master = a.attach_master("burst");
+  REQUIRE(master);
+  auto clone = b.attach_clone("burst");
+  REQUIRE(clone->await_ready(10s));
+  // Three times the write window: the writer is slowed down, nothing is dropped.
+  constexpr int n = 3 * 4096;
+  for (int i = 0; i < n; ++i)
+    REQUIRE(!clone->put(i, i));
+  CHECK(converges(*master, n - 1, n - 1));
+  CHECK(get<set>(*master->keys()).size() == static_cast<size_t>(n));
+  CHECK(converges(*clone, n - 1, n - 1));
+}

@@ -114,7 +114,7 @@ bool store_frontend::post(store_task fn) {
   return link != nullptr && link->send(run_atom::value, std::move(fn));
 }
 
-error store_frontend::write(store_task fn) {
+error store_frontend::write(data op) {
   {
     std::unique_lock<std::mutex> guard{mtx_};
     cv_.wait(guard, [this] { return stopped_ || in_flight_ < max_store_writes_in_flight; });
@@ -122,9 +122,13 @@ error store_frontend::write(store_task fn) {
       return error{ec::shutting_down, "store " + name_ + " is closed"};
     ++in_flight_;
   }
-  auto task = [this, fn = std::move(fn)](store_logic& logic, timestamp now) {
-    fn(logic, now);
-    write_done();
+  // The task may run after the last handle is gone: it only holds a weak reference.
+  std::weak_ptr<store_frontend> weak = shared_from_this();
+  auto task = [weak, op = std::move(op)](store_logic& logic, timestamp now) mutable {
+    logic.write(std::move(op), now, [weak] {
+      if (auto self = weak.lock())
+        self->write_done();
+    });
   };
   if (!post(std::move(task))) {
     write_done();

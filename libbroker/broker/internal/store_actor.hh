@@ -93,7 +93,7 @@ private:
 using store_task = std::function<void(store_logic&, timestamp now)>;
 
 /// What a store's handles share (see the file comment).
-class store_frontend {
+class store_frontend : public std::enable_shared_from_this<store_frontend> {
 public:
   store_frontend(std::string name, bool master, uint64_t id, std::string publisher,
                  timespan request_timeout);
@@ -111,9 +111,9 @@ public:
   /// Runs `fn` on the store's thread. False if the store is gone.
   bool post(store_task fn);
 
-  /// Runs a write on the store's thread, waiting while too many writes are in flight.
+  /// Hands `op` (store_logic.hh) to the store, waiting while too many writes are in flight.
   /// Errors: shutting_down if the store is gone.
-  error write(store_task fn);
+  error write(data op);
 
   /// Runs a query; `fn` must call its reply exactly once. Errors: request_timeout after
   /// `timeout`, shutting_down if the store is gone.

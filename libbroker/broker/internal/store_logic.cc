@@ -184,8 +184,10 @@ public:
       env_.write_failed(error{err.code(), "store " + name_ + ": " + err.message()});
   }
 
-  void write(data op, timestamp now) override {
+  void write(data op, timestamp now, std::function<void()> done) override {
     apply(op, now, 0, nullptr);
+    if (done)
+      done();
   }
 
   void put_unique(data key, data value, std::optional<timespan> expiry, std::string publisher,
@@ -464,6 +466,7 @@ public:
   void tick(timestamp now) override {
     send_consumer_outputs(cons_.tick(now));
     send_producer_outputs(wprod_.tick(now));
+    drain_pending();
     for (auto i = requests_.begin(); i != requests_.end();) {
       if (i->second.deadline > now) {
         ++i;
@@ -478,19 +481,18 @@ public:
     }
   }
 
-  void write(data op, timestamp) override {
-    if (wprod_.consumers().empty()) {
-      if (pending_.size() >= max_pending_writes) {
-        env_.write_failed(error{ec::no_such_master,
-                                "store " + name_ + ": write dropped, "
-                                  + std::to_string(max_pending_writes)
-                                  + " writes already wait for a master"});
-        return;
-      }
-      pending_.push_back(std::move(op));
+  void write(data op, timestamp, std::function<void()> done) override {
+    if (pending_.size() >= max_pending_writes) {
+      env_.write_failed(error{ec::no_such_master,
+                              "store " + name_ + ": write dropped, "
+                                + std::to_string(max_pending_writes)
+                                + " writes already wait for a master"});
+      if (done)
+        done();
       return;
     }
-    send_producer_outputs(wprod_.produce(std::move(op)));
+    pending_.push_back(pending_write{std::move(op), std::move(done)});
+    drain_pending();
   }
 
   void put_unique(data key, data value, std::optional<timespan> expiry, std::string publisher,
@@ -499,7 +501,7 @@ public:
     requests_.emplace(req, request{std::move(reply), now + st_.request_timeout});
     write(vector{"put_unique", std::move(key), std::move(value), opt_span(expiry), uid_, req,
                  std::move(publisher)},
-          now);
+          now, {});
   }
 
   void get(const data& key, const store_reply& reply) override {
@@ -543,6 +545,11 @@ private:
     timestamp deadline;
   };
 
+  struct pending_write {
+    data op;
+    std::function<void()> done;
+  };
+
   bool stale(const store_reply& reply) {
     if (synced_)
       return false;
@@ -550,12 +557,17 @@ private:
     return true;
   }
 
+  /// Hands waiting writes to the write channel while the master is attached and has
+  /// acknowledged enough of them.
   void drain_pending() {
     if (wprod_.consumers().empty())
       return;
-    while (!pending_.empty()) {
-      send_producer_outputs(wprod_.produce(std::move(pending_.front())));
+    while (!pending_.empty() && wprod_.buffered() < clone_write_window) {
+      auto next = std::move(pending_.front());
       pending_.pop_front();
+      send_producer_outputs(wprod_.produce(std::move(next.op)));
+      if (next.done)
+        next.done();
     }
   }
 
@@ -613,7 +625,7 @@ private:
   channel::producer wprod_;
   std::string mtopic_;
   std::string ctopic_;
-  std::deque<data> pending_;
+  std::deque<pending_write> pending_;
   std::map<uint64_t, request> requests_;
   uint64_t next_request_ = 1;
   bool synced_ = false;

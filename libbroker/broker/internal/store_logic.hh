@@ -88,6 +88,10 @@ std::string master_topic(const std::string& name);
 /// The topic a store's clones listen on.
 std::string clone_topic(const std::string& name);
 
+/// Writes a clone hands to its write channel before it waits for the master's acks (below
+/// the channel's retransmit bound, so a slow master never makes the channel drop writes).
+inline constexpr size_t clone_write_window = 4096;
+
 /// Answers a query: the value, or the error.
 using store_reply = std::function<void(expected<data>)>;
 
@@ -124,8 +128,11 @@ public:
   /// Ends a run of work: commits the backend's open batch, if any.
   virtual void flush() {}
 
-  /// Applies (master) or forwards (clone) a write; see make_op_*().
-  virtual void write(data op, timestamp now) = 0;
+  /// Applies (master) or forwards (clone) a write; see make_op_*(). Calls `done` once the
+  /// write left the store's hands: applied by a master; handed to the write channel by a
+  /// clone, which holds writes back while its master has too many unacknowledged (that is
+  /// how a writer is slowed down to the pace of the master).
+  virtual void write(data op, timestamp now, std::function<void()> done = {}) = 0;
 
   /// Inserts unless present; replies with a boolean (true: inserted).
   virtual void put_unique(data key, data value, std::optional<timespan> expiry,
