@@ -283,10 +283,12 @@ private:
   /// Publishes what flow control allows: up to `window_` beyond the slowest subscriber.
   void pump() {
     auto& out = pub_->out;
-    while (out.size() < publisher_buffer_limit && seq_ + opts_.burst <= base_ + window_) {
+    // Partial bursts too: the next checkpoint (base_ + step_) must always get published.
+    while (out.size() < publisher_buffer_limit && seq_ < base_ + window_) {
       if (now_ns() >= throughput_end_ns_)
         break;
-      for (size_t i = 0; i < opts_.burst; ++i)
+      auto n = std::min<uint64_t>(opts_.burst, base_ + window_ - seq_);
+      for (uint64_t i = 0; i < n; ++i)
         publish(kind::throughput);
     }
     flush(*pub_);
@@ -390,7 +392,7 @@ const char* usage_text =
   "          [--latency-seconds S] [--window W] [--burst B] [--connect-parallel C]\n"
   "          [--timeout S] [--variant V]\n"
   "One publisher and N subscriber connections to the server at H:P (default 127.0.0.1)\n"
-  "measure fan-out: a latency phase at R messages/s (default: 1000, at most 200000/N),\n"
+  "measure fan-out: a latency phase at R messages/s (default: 1000, at most 20000/N),\n"
   "then S seconds (default 2) as fast as flow control allows, with at most W messages\n"
   "(default: 256, at most 256000/N, at least 16) in flight per subscriber. Prints one\n"
   "RESULT line; exit 1 on errors, lost messages or timeout (default 120 s).\n";

@@ -48,7 +48,7 @@ struct options {
                "          [--latency-rate R] [--consumers C] [--batch B] [--capacity Q]\n"
                "          [--timeout S]\n"
                "One publisher thread -> N local subscribers (policy block, queue Q = 1024):\n"
-               "a latency phase at R messages/s (default 1000, at most 200000/N), then S\n"
+               "a latency phase at R messages/s (default 1000, at most 20000/N), then S\n"
                "seconds (default 2) of batches of B (256). Prints one RESULT line.\n",
                self);
   std::exit(code);

@@ -271,16 +271,19 @@ public:
     auto ack_every = std::max<size_t>(1, o_.window / 4);
     while (now_ns() < stop_ns) {
       drain_acks();
-      if (seq_ + o_.batch > min_acked() + o_.window) {
+      // Partial batches too: the next flagged message must always get published.
+      auto room = min_acked() + o_.window - seq_;
+      if (room == 0) {
         if (timed_out("throughput phase"))
           return 1;
         wait_readable(acks_.fd(), 1ms);
         continue;
       }
+      auto n = std::min<uint64_t>(o_.batch, room);
       std::vector<broker::data> xs;
-      xs.reserve(o_.batch);
+      xs.reserve(n);
       auto ts = now_ns();
-      for (size_t i = 0; i < o_.batch; ++i) {
+      for (uint64_t i = 0; i < n; ++i) {
         ++seq_;
         xs.emplace_back(broker::data{make_payload(stamp{ts, seq_, kind::throughput,
                                                         seq_ % ack_every == 0})});

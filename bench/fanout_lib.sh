@@ -1,0 +1,147 @@
+# Shared by bench/fanout.sh and bench/baseline.sh (sourced, not run): building, servers on
+# free 127.0.0.1 ports, cleanup, the machine header. Expects $repo to be set.
+
+build="${BUILD_DIR:-$repo/build-fanout}"
+reps="${REPS:-3}"
+secs="${SECS:-2}"
+lat_secs="${LAT_SECS:-2}"
+results="$build/fanout-results"
+plot_dir="${PLOT_DIR:-$repo/doc/img}"
+mkdir -p "$results"
+stamp="$(date +%Y%m%d-%H%M%S)"
+
+# Every process a script starts is recorded here and ended on exit, whatever the exit.
+started=()
+cleanup() {
+  local pid
+  for pid in "${started[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${started[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  started=()
+}
+trap cleanup EXIT
+
+# Drops a pid that has been waited for from $started, so that cleanup never signals a
+# recycled pid.
+forget() {
+  local pid kept=()
+  for pid in "${started[@]}"; do
+    [[ "$pid" == "$1" ]] || kept+=("$pid")
+  done
+  started=("${kept[@]}")
+}
+trap 'exit 130' INT TERM
+
+say() { echo "$@" | tee -a "$log"; }
+
+# Builds the given targets; configures a Release tree first if there is none.
+build_targets() {
+  "$repo/bench/install-deps"
+  if [[ ! -f "$build/build.ninja" ]]; then
+    cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+          -DBROKER_BUILD_TESTS=OFF -DBROKER_BUILD_BENCHMARKS=ON >/dev/null
+  fi
+  ninja -C "$build" "$@" >/dev/null
+}
+
+# 10 000 connections need 10 000 descriptors on each side: take the hard limit.
+raise_fd_limit() {
+  ulimit -n "$(ulimit -Hn)"
+  if (( $(ulimit -n) < 10100 )); then
+    echo "# warning: open-file limit $(ulimit -n) is below 10 100; N = 10 000 will fail" >&2
+  fi
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until something accepts connections on 127.0.0.1:$1 (at most 10 s).
+wait_port() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "# nothing listens on 127.0.0.1:$1" >&2
+  return 1
+}
+
+# Peak resident set of a running process in MiB (VmHWM), or 0.
+peak_rss_mb() {
+  awk '/^VmHWM:/ { printf "%.1f", $2 / 1024; found = 1 } END { if (!found) printf "0" }' \
+      "/proc/$1/status" 2>/dev/null || echo 0
+}
+
+# Starts a server in the background; sets server_pid. Usage: start_server LOG CMD...
+start_server() {
+  local out="$1"
+  shift
+  "$@" >"$out" 2>&1 &
+  server_pid=$!
+  started+=("$server_pid")
+}
+
+# True while $1 runs (not yet exited, or exited but not reaped: still our pid).
+alive() {
+  local st
+  st="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [[ -n "$st" && "$st" != Z* ]]
+}
+
+# Ends the server started last: sets server_rss (its peak RSS in MiB), sends SIGTERM and
+# waits. A server still running 10 s later is noted in the log and killed.
+stop_server() {
+  local i
+  server_rss="$(peak_rss_mb "$server_pid")"
+  kill "$server_pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    alive "$server_pid" || break
+    sleep 0.1
+  done
+  if alive "$server_pid"; then
+    echo "# warning: $(ps -o comm= -p "$server_pid") (pid $server_pid) still running 10 s" \
+         "after SIGTERM; killed" | tee -a "$log" >&2
+    kill -9 "$server_pid" 2>/dev/null || true
+  fi
+  wait "$server_pid" 2>/dev/null || true
+  forget "$server_pid"
+}
+
+# A broker-node serving WebSocket clients on $port (peering on 127.0.0.1, ephemeral).
+start_broker_ws() {
+  port="$(free_port)"
+  start_server "$results/node.$stamp.log" "$build/broker-node/broker-node" \
+    --listen-address=127.0.0.1 --broker.disable-ssl --broker.log-level=warning \
+    --broker.web-socket.address=127.0.0.1 --broker.web-socket.port="$port" \
+    --broker.web-socket.max-clients=20000
+  wait_port "$port"
+}
+
+machine_header() {
+  local rev
+  rev="${SOURCE_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}"
+  say "# $(date -Is)  kernel $(uname -r)  source $rev  build $build"
+  say "# nproc $(nproc); CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
+  say "# open files $(ulimit -n); reps $reps; throughput phase ${secs}s; latency phase ${lat_secs}s"
+  say "# load at start: $(uptime | sed 's/.*load average/load average/')"
+  say "# raw results: $log"
+}
+
+# Runs one client command; appends its RESULT (or FAILED) line with the extra fields
+# "$extra" to the log. Usage: run_client CMD...
+run_client() {
+  local out
+  out="$("$@" --seconds "$secs" --latency-seconds "$lat_secs" 2>>"$results/client.$stamp.err")" || true
+  if grep -q '^RESULT ' <<<"$out"; then
+    echo "$(grep '^RESULT ' <<<"$out") $extra" >>"$log"
+  else
+    echo "FAILED $extra command=${1##*/} $(grep '^FAILED ' <<<"$out" | cut -d' ' -f2- | head -1)" \
+      | tee -a "$log" >&2
+  fi
+}
