@@ -6,7 +6,7 @@
 # throughput, p99 latency and server RSS with the ratios broker/other, and draws
 # $PLOT_DIR/baseline.png. See bench/README.md.
 #
-#   bench/baseline.sh                    # 3 runs of every point (~7 minutes)
+#   bench/baseline.sh                    # 3 runs of every point (~6.5 minutes)
 #   REPS=1 SIZES="10 1000" bench/baseline.sh
 #   bench/baseline.sh summarize LOG...   # the tables and plot again from earlier logs
 #

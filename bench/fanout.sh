@@ -3,7 +3,7 @@
 # and as WebSocket clients. Prints a table (delivered messages/s summed over receivers,
 # latency, the node's peak RSS) and draws $PLOT_DIR/fanout.png. See bench/README.md.
 #
-#   bench/fanout.sh                     # everything, 3 runs per point (~6 minutes)
+#   bench/fanout.sh                     # everything, 3 runs per point (~7 minutes)
 #   REPS=1 SIZES="1 100" bench/fanout.sh local ws
 #   bench/fanout.sh summarize LOG...    # the table and plot again from earlier logs
 #
