@@ -44,7 +44,11 @@ build_targets() {
     cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
           -DBROKER_BUILD_TESTS=OFF -DBROKER_BUILD_BENCHMARKS=ON >/dev/null
   fi
-  ninja -C "$build" "$@" >/dev/null
+  if ! ninja -C "$build" "$@" >"$results/build.log" 2>&1; then
+    tail -40 "$results/build.log" >&2
+    echo "# build failed; full log: $results/build.log" >&2
+    exit 1
+  fi
 }
 
 # 10 000 connections need 10 000 descriptors on each side: take the hard limit.
