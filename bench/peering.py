@@ -86,11 +86,12 @@ def max_rate_run(run, tp, args, t):
 
 
 def latency_run(run, tp, args, t, rate):
+    probe = bl.WakeProbe()
     c, s, error = run_pair(run, tp, ["--latency", ECHO_QUEUE],
                            ["--latency", "-t", str(t), "-r", str(rate), "-s", "1",
                             "--duration", str(args.latency_duration)],
                            args.latency_duration + RUN_SLACK)
-    return {"achieved": c["events"] / c["duration"] if c["duration"] else None,
+    return {"probe": probe.stop(),"achieved": c["events"] / c["duration"] if c["duration"] else None,
             "sent": c["events"], "received": s["events"], "dropped": c.get("dropped", 0),
             "one_way": s.get("latency"), "rtt2": None if error else c.get("latency"),
             "cpu_us": 1e6 * (s["cpu"] + c["cpu"]) / max(1, s["events"]), "error": error}
@@ -148,7 +149,7 @@ def report(run, args, types, rates, maxima, max_med, latency):
             runs = latency.get((t, r))
             if not runs:
                 rows.append(["%d" % t, bl.fmt_int(r), "over capacity (max %s/s)"
-                             % bl.fmt_int(max_med[t]), "", "", "", "", "", "", ""])
+                             % bl.fmt_int(max_med[t]), "", "", "", "", "", "", "", ""])
                 continue
             failed = [x for x in runs if x["error"]]
             achieved = bl.median([x["achieved"] for x in runs])
@@ -164,14 +165,24 @@ def report(run, args, types, rates, maxima, max_med, latency):
                          bl.fmt(pct(runs, "rtt2", "p50_us")),
                          bl.fmt(pct(runs, "rtt2", "p99_us")),
                          bl.fmt(pct(runs, "rtt2", "p99_9_us")),
-                         bl.fmt(bl.median([x["cpu_us"] for x in runs]), 2)])
+                         bl.fmt(bl.median([x["cpu_us"] for x in runs]), 2),
+                         bl.fmt(pct(runs, "probe", "p99_us"))])
     run.table(["type", "events/s asked", "achieved", "one-way p50 µs", "p99 µs", "p99.9 µs",
-               "RTT/2 p50 µs", "p99 µs", "p99.9 µs", "CPU µs/event (both)"], rows)
+               "RTT/2 p50 µs", "p99 µs", "p99.9 µs", "CPU µs/event (both)",
+               "sleep probe p99 µs"], rows)
     run.say("")
     run.say("one-way: send stamp to arrival at the server (same clock); RTT/2: the client's "
             "round trips through the server's echo, halved (not counted from runs that lost "
             "the peering). CPU µs/event counts both processes, echoes included. saturated: "
-            "the client published less than %d %% of the asked rate." % (100 * SATURATED))
+            "the client published less than %d %% of the asked rate. sleep probe: how late a "
+            "thread of this script that sleeps 1 ms at a time woke up during the same runs "
+            "(the scheduler's share of any tail on this machine)." % (100 * SATURATED))
+    probes = [x["probe"] for runs in latency.values() for x in runs if x.get("probe")]
+    if probes:
+        run.say("sleep probe over all latency runs (medians of the runs): p50 %s µs, p99 %s µs, "
+                "p99.9 %s µs, max %s µs" % tuple(bl.fmt(bl.median([p[k] for p in probes]))
+                                                for k in ("p50_us", "p99_us", "p99_9_us",
+                                                          "max_us")))
 
 
 def plot(run, args, types, rates, max_med, latency):
@@ -185,9 +196,9 @@ def plot(run, args, types, rates, max_med, latency):
         for r in rates:
             runs = latency.get((t, r))
             if runs:
-                lines.append("%d %.2f %.2f %.2f" % (r, pct(runs, "one_way", "p50_us"),
-                                                    pct(runs, "one_way", "p99_us"),
-                                                    pct(runs, "one_way", "p99_9_us")))
+                lines.append("%d %.4f %.4f %.4f" % (r, pct(runs, "one_way", "p50_us") / 1e3,
+                                                    pct(runs, "one_way", "p99_us") / 1e3,
+                                                    pct(runs, "one_way", "p99_9_us") / 1e3))
         if not lines:
             continue
         files["lat-%d.dat" % t] = lines
@@ -196,6 +207,15 @@ def plot(run, args, types, rates, max_med, latency):
                       'title "type %d p99"' % (t, c, t))
         series.append('"lat-%d.dat" using 1:2 with linespoints lw 1 dt 2 pt 6 lc rgb "%s" '
                       'title "type %d p50"' % (t, c, t))
+    probe = []
+    for r in rates:
+        runs = [x for t in types for x in latency.get((t, r), []) if x.get("probe")]
+        if runs:
+            probe.append("%d %.4f" % (r, pct(runs, "probe", "p99_us") / 1e3))
+    if probe:
+        files["probe.dat"] = probe
+        series.append('"probe.dat" using 1:2 with linespoints lw 1.5 dt 3 pt 2 lc rgb "#7f7f7f" '
+                      'title "sleep probe p99 (machine)"')
     script = """
 set terminal pngcairo size 1100,450 font "sans,10" noenhanced
 set output out
@@ -222,7 +242,7 @@ set format y "%%g"
 set format x "%%.0s%%c"
 set xrange [500:200000]
 set xlabel "events/s"
-set ylabel "latency (µs)"
+set ylabel "latency (ms)"
 set key top left
 plot %s
 unset multiplot
