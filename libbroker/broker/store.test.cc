@@ -243,6 +243,23 @@ TEST_CASE("expiry is enforced by the master and reaches clones", "[store]") {
   CHECK(*clone->get("long") == data{2});
 }
 
+TEST_CASE("an expiry written through a clone counts from when the master applies it",
+          "[store]") {
+  endpoint a{fast_config()}, b{fast_config()};
+  connect(a, b);
+  auto master = a.attach_master("later");
+  REQUIRE(master);
+  auto clone = b.attach_clone("later");
+  REQUIRE(clone->await_ready(10s));
+  REQUIRE(!clone->put("kept", 1, 1h));
+  REQUIRE(!clone->put("marker", 2));
+  REQUIRE(converges(*master, "marker", 2));
+  // Thirty expiry checks (tick-interval 10 ms) later, the hour has not passed.
+  std::this_thread::sleep_for(300ms);
+  CHECK(*master->get("kept") == data{1});
+  CHECK(*clone->get("kept") == data{1});
+}
+
 TEST_CASE("store events describe every change", "[store]") {
   endpoint ep{fast_config()};
   auto events = ep.make_subscriber({std::string{topic::store_events}});
@@ -343,4 +360,33 @@ TEST_CASE("a burst of clone writes larger than the channel window all arrive", "
   CHECK(converges(*master, n - 1, n - 1));
   CHECK(get<set>(*master->keys()).size() == static_cast<size_t>(n));
   CHECK(converges(*clone, n - 1, n - 1));
+}
+
+TEST_CASE("store traffic waits for a full peer queue instead of cutting the peering",
+          "[store]") {
+  // A peer queue of 64 messages: every burst of replication overflows it many times.
+  auto small = [] {
+    auto cfg = fast_config();
+    REQUIRE(!cfg.set_count("broker.peer-buffer-size", 64));
+    return cfg;
+  };
+  endpoint a{small()}, b{small()};
+  connect(a, b);
+  auto master = a.attach_master("narrow");
+  REQUIRE(master);
+  auto clone = b.attach_clone("narrow");
+  REQUIRE(clone->await_ready(10s));
+  constexpr int n = 5000;
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(!master->put(i, i));
+    REQUIRE(!clone->put(-i - 1, i));
+  }
+  CHECK(converges(*clone, n - 1, n - 1));
+  CHECK(converges(*clone, -n, n - 1));
+  CHECK(converges(*master, -n, n - 1));
+  CHECK(get<set>(*master->keys()).size() == 2 * n);
+  CHECK(a.peers().size() == 1);
+  CHECK(b.peers().size() == 1);
+  CHECK(a.metrics().kinds[static_cast<size_t>(handler_kind::peer)].disconnects == 0);
+  CHECK(b.metrics().kinds[static_cast<size_t>(handler_kind::peer)].disconnects == 0);
 }

@@ -387,7 +387,7 @@ bool core_state::route(const data_message& msg, const source_state* src,
   if (may_park) {
     for (auto* t : targets) {
       auto* h = static_cast<handler*>(t);
-      if (h->policy() != overflow_policy::block || h->id() == source_id || h->closed()
+      if (!must_wait(*h, msg.kind()) || h->id() == source_id || h->closed()
           || !h->accepts(msg.kind()) || h->has_room())
         continue;
       // Make the sink's view exact, then ask it to tell us when it drains. The flush
@@ -435,7 +435,7 @@ bool core_state::route_run(const data_message* xs, size_t k, const source_state&
   }
   for (auto* t : targets) {
     auto* h = static_cast<handler*>(t);
-    if (h->policy() == overflow_policy::block && h->id() != source_id && !h->closed()
+    if (must_wait(*h, xs[0].kind()) && h->id() != source_id && !h->closed()
         && h->accepts(xs[0].kind()) && !h->has_room(k))
       return false; // The per-message path parks exactly at the first message that waits.
   }

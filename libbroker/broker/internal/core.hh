@@ -193,6 +193,14 @@ private:
     std::vector<uint64_t> bits; // Bit i of the window: sequence highest - i was seen.
   };
 
+  /// True if a source must wait for room in `h` rather than overflow it: handlers with
+  /// policy `block`, and peers for store commands (a burst of replication is no reason to
+  /// cut a peering; a peer that stops reading then slows the stores down, not the rest).
+  static bool must_wait(const handler& h, message_kind kind) noexcept {
+    return h.policy() == overflow_policy::block
+           || (kind == message_kind::command && h.kind() == handler_kind::peer);
+  }
+
   void process(uint64_t id);
   bool first_sighting(const route_info& route);
   void local_filter_add(const filter_type& xs);

@@ -194,7 +194,8 @@ public:
 
   size_t buffered() const noexcept override { return queue_->size(); }
 
-  bool request_wakeup(size_t) override { return true; } // Peers never use `block`.
+  /// Only store commands wait for a peer (core_state::must_wait).
+  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
 
   void close() override {
     handler::close();

@@ -862,6 +862,7 @@ bool peer_manager::impl::attach(const std::shared_ptr<connection>& conn) {
     if (auto c = weak.lock())
       c->schedule_write();
   });
+  out->on_room(rt->room_callback(id));
   in->on_wake(rt->wake_callback(id));
   in->on_release([weak] {
     if (auto c = weak.lock())

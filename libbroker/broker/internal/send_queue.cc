@@ -98,8 +98,26 @@ void send_queue::close() {
     cb();
 }
 
-bool send_queue::take(std::vector<send_item>& out, std::optional<filter_type>& announcement) {
+bool send_queue::request_wakeup(size_t n) {
   std::lock_guard<std::mutex> guard{mtx_};
+  if (items_.size() + n <= capacity_ || closed_)
+    return true;
+  wakeup_ = true;
+  return false;
+}
+
+void send_queue::on_room(std::function<void()> callback) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  room_ = std::move(callback);
+}
+
+bool send_queue::take(std::vector<send_item>& out, std::optional<filter_type>& announcement) {
+  std::function<void()> room;
+  std::unique_lock<std::mutex> guard{mtx_};
+  if (wakeup_) {
+    wakeup_ = false;
+    room = room_;
+  }
   scheduled_ = false;
   out.insert(out.end(), std::make_move_iterator(items_.begin()),
              std::make_move_iterator(items_.end()));
@@ -109,7 +127,11 @@ bool send_queue::take(std::vector<send_item>& out, std::optional<filter_type>& a
     announcement = std::move(announcement_);
     announcement_.reset();
   }
-  return !closed_ || !out.empty() || announcement;
+  bool result = !closed_ || !out.empty() || announcement;
+  guard.unlock();
+  if (room)
+    room();
+  return result;
 }
 
 } // namespace broker::internal

@@ -9,6 +9,8 @@
 // one post per write cycle, not one per message.
 //
 // Policies: drop_oldest, drop_newest, disconnect (peers never block anybody, DESIGN §4).
+// The one exception: data-store commands from local stores wait for room (request_wakeup),
+// because a burst of replication traffic is no sign of a slow peer.
 // Routing announcements (peers only) are not data: they are never dropped, and only the newest one
 // matters, so a pending announcement is simply replaced.
 
@@ -51,6 +53,13 @@ public:
   /// Appends data under the policy; `routes` is parallel to `xs`. Both are left empty.
   push_result push(std::vector<data_message>& xs, std::vector<route_info>& routes);
 
+  /// For store commands, which wait instead of overflowing a peer (core.cc): true if `n`
+  /// more fit now; otherwise the room callback fires once at the next take().
+  bool request_wakeup(size_t n);
+
+  /// Sets the callback for request_wakeup().
+  void on_room(std::function<void()> callback);
+
   /// Replaces the pending routing announcement.
   void announce(filter_type filter);
 
@@ -79,7 +88,9 @@ private:
   std::atomic<bool> closed_{false};
   std::atomic<bool> overflowed_{false};
   bool scheduled_ = false;
+  bool wakeup_ = false;
   std::function<void()> ready_;
+  std::function<void()> room_;
 };
 
 } // namespace broker::internal

@@ -115,23 +115,49 @@ bool store_frontend::post(store_task fn) {
 }
 
 error store_frontend::write(data op) {
+  bool schedule = false;
   {
     std::unique_lock<std::mutex> guard{mtx_};
-    cv_.wait(guard, [this] { return stopped_ || in_flight_ < max_store_writes_in_flight; });
+    if (!stopped_ && in_flight_ >= max_store_writes_in_flight) {
+      ++waiters_;
+      cv_.wait(guard, [this] { return stopped_ || in_flight_ < max_store_writes_in_flight; });
+      --waiters_;
+    }
     if (stopped_)
       return error{ec::shutting_down, "store " + name_ + " is closed"};
     ++in_flight_;
+    writes_.push_back(std::move(op));
+    schedule = !drain_scheduled_;
+    drain_scheduled_ = true;
   }
-  // The task may run after the last handle is gone: it only holds a weak reference.
+  if (!schedule)
+    return {};
+  // One mailbox message per burst of writes: the task takes everything queued by then.
+  // It may run after the last handle is gone, so it holds only a weak reference.
   std::weak_ptr<store_frontend> weak = shared_from_this();
-  auto task = [weak, op = std::move(op)](store_logic& logic, timestamp now) mutable {
-    logic.write(std::move(op), now, [weak] {
-      if (auto self = weak.lock())
-        self->write_done();
-    });
+  auto task = [weak](store_logic& logic, timestamp now) {
+    auto self = weak.lock();
+    if (!self)
+      return;
+    std::vector<data> ops;
+    {
+      std::lock_guard<std::mutex> guard{self->mtx_};
+      ops.swap(self->writes_);
+      self->drain_scheduled_ = false;
+    }
+    auto done = [weak] {
+      if (auto fe = weak.lock())
+        fe->write_done();
+    };
+    for (auto& op : ops)
+      logic.write(std::move(op), now, done);
   };
   if (!post(std::move(task))) {
-    write_done();
+    std::lock_guard<std::mutex> guard{mtx_};
+    in_flight_ -= std::min(in_flight_, writes_.size());
+    writes_.clear();
+    drain_scheduled_ = false;
+    cv_.notify_all();
     return error{ec::shutting_down, "store " + name_ + " is closed"};
   }
   return {};
@@ -141,7 +167,8 @@ void store_frontend::write_done() {
   std::lock_guard<std::mutex> guard{mtx_};
   if (in_flight_ > 0)
     --in_flight_;
-  cv_.notify_all();
+  if (waiters_ > 0)
+    cv_.notify_all();
 }
 
 expected<data>

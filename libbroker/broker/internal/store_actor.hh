@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace broker::internal {
 
@@ -138,6 +139,9 @@ private:
   std::mutex mtx_;
   std::condition_variable cv_;
   size_t in_flight_ = 0;
+  size_t waiters_ = 0;
+  std::vector<data> writes_;   ///< Queued for the next drain task.
+  bool drain_scheduled_ = false;
   bool stopped_ = false;
 };
 

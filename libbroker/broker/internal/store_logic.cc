@@ -90,6 +90,15 @@ channel::producer_config producer_settings(const store_settings& st) {
   return cfg;
 }
 
+/// A clone's write channel gives its master three times longer before dropping it as
+/// silent: a drop loses the writes in flight, and a master that went away for good is
+/// detached as soon as the clone attaches to its successor.
+channel::producer_config write_producer_settings(const store_settings& st) {
+  auto cfg = producer_settings(st);
+  cfg.timeout_intervals = st.timeout_intervals * 3;
+  return cfg;
+}
+
 channel::consumer_config consumer_settings(const store_settings& st) {
   channel::consumer_config cfg;
   cfg.attach_interval = st.heartbeat_interval;
@@ -108,8 +117,11 @@ public:
       st_(st),
       be_(std::move(backend)),
       prod_(uid, producer_settings(st), [this] { return snapshot(); },
-            [this](channel::consumer_handle who, channel::producer::drop_reason) {
-              dropped_.push_back(who);
+            [this](channel::consumer_handle who, channel::producer::drop_reason why) {
+              // A lagging clone re-attaches for a snapshot; its write channel keeps
+              // running, or the writes in flight on it would be lost.
+              if (why == channel::producer::drop_reason::silent)
+                dropped_.push_back(who);
             }),
       mtopic_(master_topic(name_)),
       ctopic_(clone_topic(name_)) {
@@ -129,6 +141,9 @@ public:
   }
 
   void handle(const data& msg, timestamp now) override {
+    // Writes from a clone's channel are applied at clock_: it must be now, or their
+    // expiries count from the last local write (or from the epoch before the first one).
+    clock_ = now;
     auto* xs = as_vector(msg, 2);
     if (xs == nullptr)
       return;
@@ -165,6 +180,7 @@ public:
   }
 
   void tick(timestamp now) override {
+    clock_ = now;
     if (probing_ && now >= probe_deadline_)
       probing_ = false;
     send_outputs(prod_.tick(now));
@@ -246,8 +262,10 @@ private:
     auto i = writers_.find(clone);
     if (i != writers_.end())
       return *i->second;
+    auto cfg = consumer_settings(st_);
+    cfg.timeout_intervals = st_.timeout_intervals * 3; // As the clone's write producer.
     auto w = std::make_unique<channel::consumer>(
-      consumer_settings(st_), [](const data&) {},
+      cfg, [](const data&) {},
       [this, clone](const data& op) { apply(op, clock_, clone, nullptr); });
     auto& ref = *w;
     writers_.emplace(clone, std::move(w));
@@ -421,7 +439,7 @@ public:
       state_(make_memory_backend()),
       cons_(consumer_settings(st), [this](const data& x) { apply_snapshot(x); },
             [this](const data& x) { apply_effect(x); }),
-      wprod_(uid, producer_settings(st), [] { return data{}; }),
+      wprod_(uid, write_producer_settings(st), [] { return data{}; }),
       mtopic_(master_topic(name_)),
       ctopic_(clone_topic(name_)) {}
 
@@ -457,6 +475,13 @@ public:
       return;
     if (*tag == "c") {
       send_consumer_outputs(cons_.handle(*m, now));
+      if (cons_.current_state() == channel::consumer::state::attached
+          && cons_.epoch() != master_) {
+        // A new master (or a restarted one): its predecessor will never ack our writes.
+        if (master_ != 0)
+          wprod_.detach(master_);
+        master_ = cons_.epoch();
+      }
     } else if (*tag == "w" && *to == uid_) {
       send_producer_outputs(wprod_.handle(*master, *m, now));
       drain_pending();
@@ -628,6 +653,7 @@ private:
   std::deque<pending_write> pending_;
   std::map<uint64_t, request> requests_;
   uint64_t next_request_ = 1;
+  uint64_t master_ = 0; ///< The master (its uid) our main channel is attached to.
   bool synced_ = false;
   error failure_;
 };
