@@ -8,11 +8,13 @@
 //   3. Start the endpoint, subscribe to events and to the mode's topics, so the first
 //      handshake already carries the topics and -v sees the first peer_added.
 //   4. Listen (print `listening on <port>`; exit 2 if that fails), dial --peers.
-//   5. Run the mode; on return the endpoint shuts down gracefully (BYE to every peer).
+//   5. Attach the data stores (stores.hh; exit 1 if one cannot be attached).
+//   6. Run the mode; on return the endpoint shuts down gracefully (BYE to every peer).
 
 #include "modes.hh"
 #include "node_options.hh"
 #include "node_session.hh"
+#include "stores.hh"
 
 #include <broker/endpoint.hh>
 
@@ -60,6 +62,11 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
   }
   for (auto& peer : opts.peers)
     ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
+  // Any store failure (master_exists, a database that cannot be opened) is the operator's
+  // configuration: the node must not run without a store it was asked to host.
+  auto stores = attach_stores(ep, opts);
+  if (!stores)
+    return fail(exit_invalid_config, stores.error_value().message());
   int code = exit_clean;
   switch (opts.mode) {
     case node_mode::ping:

@@ -1,6 +1,6 @@
 #include "node_options.hh"
 
-#include <limits>
+#include <algorithm>
 #include <utility>
 
 namespace broker_node {
@@ -37,7 +37,8 @@ constexpr uint64_t default_ping_timeout_seconds = 10;
 
 constexpr uint64_t max_ping_timeout_seconds = 3600;
 
-constexpr std::string_view tcp_scheme = "tcp://";
+/// Where SQLite store files go unless --store-dir says otherwise.
+constexpr const char* default_store_dir = ".";
 
 // -- row builders ---------------------------------------------------------------------------
 
@@ -69,27 +70,48 @@ std::string quoted(std::string_view text) {
   return "\"" + std::string{text} + "\"";
 }
 
-/// Parses the decimal port of a peer URI: 1-65535, digits only.
-bool parse_port(std::string_view text, uint16_t& result) {
-  constexpr uint32_t max_port = std::numeric_limits<uint16_t>::max();
-  if (text.empty() || text.size() > 5)
-    return false;
-  uint32_t value = 0;
-  for (auto c : text) {
-    if (c < '0' || c > '9')
-      return false;
-    value = value * 10 + static_cast<uint32_t>(c - '0');
+/// Checks the names of --master-stores or --clone-stores (`key`) and appends them to `out`.
+error read_store_names(const broker::configuration& cfg, std::string_view key,
+                       std::vector<std::string>& out) {
+  for (auto& name : cfg.get_list(std::string{key}).value_or(std::vector<std::string>{})) {
+    if (name.empty())
+      return invalid(key, "a store name must not be empty");
+    if (broker::is_reserved_topic(name))
+      return invalid(key, "reserved store name " + quoted(name) + " (prefix <$> is internal)");
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      return invalid(key, "store " + quoted(name) + " is listed twice");
+    out.push_back(name);
   }
-  if (value == 0 || value > max_port)
-    return false;
-  result = static_cast<uint16_t>(value);
-  return true;
+  return {};
 }
 
-std::string_view unwrap_angle_brackets(std::string_view text) {
-  if (text.size() >= 2 && text.front() == '<' && text.back() == '>')
-    return text.substr(1, text.size() - 2);
-  return text;
+/// Reads the store options into `result`.
+error read_store_options(const broker::configuration& cfg, node_options& result) {
+  if (auto err = read_store_names(cfg, "master-stores", result.master_stores))
+    return err;
+  if (auto err = read_store_names(cfg, "clone-stores", result.clone_stores))
+    return err;
+  for (auto& name : result.clone_stores)
+    if (std::find(result.master_stores.begin(), result.master_stores.end(), name)
+        != result.master_stores.end())
+      return invalid("clone-stores", "store " + quoted(name)
+                                       + " is also in --master-stores: a node hosts either "
+                                         "the master or a clone of a store");
+  auto backend = cfg.get_string("store-backend").value_or("memory");
+  result.store_backend = backend == "sqlite" ? broker::backend::sqlite
+                                             : broker::backend::memory;
+  result.store_dir = cfg.get_string("store-dir").value_or(default_store_dir);
+  if (result.store_backend == broker::backend::sqlite) {
+    if (result.store_dir.empty())
+      return invalid("store-dir", "must not be empty (\".\" is the current directory)");
+    for (auto& name : result.master_stores)
+      if (name.find('/') != std::string::npos)
+        return invalid("master-stores", "store " + quoted(name)
+                                          + " cannot name a file <store-dir>/<name>.db "
+                                            "(it contains '/'); use --store-backend=memory "
+                                            "or another name");
+  }
+  return {};
 }
 
 } // namespace
@@ -124,41 +146,20 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(count_row("ping-timeout", default_ping_timeout_seconds, 1,
                            max_ping_timeout_seconds,
                            "seconds ping mode waits for a ponger, and then for each pong"));
+  rows.push_back(row("master-stores", option_type::string_list, "[]",
+                     "data stores whose master this node hosts"));
+  rows.push_back(row("clone-stores", option_type::string_list, "[]",
+                     "data stores this node keeps a clone of"));
+  auto backend = row("store-backend", option_type::choice, "memory",
+                     "backend of --master-stores: memory, or sqlite (<store-dir>/<name>.db)");
+  backend.choices = {"memory", "sqlite"};
+  rows.push_back(std::move(backend));
+  rows.push_back(row("store-dir", option_type::string, default_store_dir,
+                     "directory of the SQLite files of --master-stores"));
   for (auto& info : rows)
     if (auto err = cfg.add_option(std::move(info)))
       return err;
   return {};
-}
-
-broker::expected<peer_address> parse_peer_uri(std::string_view text) {
-  auto fail = [text] {
-    return error{ec::invalid_config, "expected tcp://host:port, got " + quoted(text)};
-  };
-  auto uri = unwrap_angle_brackets(text);
-  if (uri.substr(0, tcp_scheme.size()) != tcp_scheme)
-    return fail();
-  auto authority = uri.substr(tcp_scheme.size());
-  peer_address result;
-  std::string_view port_text;
-  if (!authority.empty() && authority.front() == '[') {
-    auto close = authority.find(']');
-    if (close == std::string_view::npos || close + 1 >= authority.size()
-        || authority[close + 1] != ':')
-      return fail();
-    result.host = std::string{authority.substr(1, close - 1)};
-    port_text = authority.substr(close + 2);
-  } else {
-    auto colon = authority.rfind(':');
-    if (colon == std::string_view::npos)
-      return fail();
-    result.host = std::string{authority.substr(0, colon)};
-    port_text = authority.substr(colon + 1);
-    if (result.host.find(':') != std::string::npos)
-      return fail(); // An IPv6 address needs brackets.
-  }
-  if (result.host.empty() || !parse_port(port_text, result.port))
-    return fail();
-  return result;
 }
 
 broker::expected<node_options> read_node_options(const broker::configuration& cfg) {
@@ -193,6 +194,8 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
     cfg.get_count("ping-timeout").value_or(default_ping_timeout_seconds)};
   if (!result.listen && result.peers.empty())
     return invalid("no-listen", "a node that neither listens nor dials --peers is isolated");
+  if (auto err = read_store_options(cfg, result))
+    return err;
   return result;
 }
 

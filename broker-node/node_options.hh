@@ -8,12 +8,15 @@
 //   1. add_node_options(cfg) adds the rows (topics, peers, mode, ...).
 //   2. cfg.load(argc, argv) reads file, environment and command line.
 //   3. read_node_options(cfg) checks what the table cannot check alone (peer URIs, a topic
-//      for ping/pong, TLS settings this build cannot honour) and returns node_options or an
-//      error whose message names the option.
+//      for ping/pong, store names, TLS settings this build cannot honour) and returns
+//      node_options or an error whose message names the option.
 
 #include <broker/configuration.hh>
 #include <broker/error.hh>
+#include <broker/store.hh>
 #include <broker/topic.hh>
+
+#include "peer_uri.hh"
 
 #include <chrono>
 #include <cstdint>
@@ -30,11 +33,8 @@ enum class node_mode : uint8_t {
   pong,  ///< Answer every ping on the topics with a pong on <topic>/pong.
 };
 
-/// One entry of --peers.
-struct peer_address {
-  std::string host;
-  uint16_t port = 0;
-};
+/// One entry of --peers (shared with the other tools).
+using broker_tools::peer_address;
 
 /// The node's settings after validation.
 struct node_options {
@@ -50,6 +50,11 @@ struct node_options {
   uint64_t num_pings = 0;
   uint64_t payload_size = 0;
   std::chrono::seconds ping_timeout{0};
+  std::vector<std::string> master_stores;
+  std::vector<std::string> clone_stores;
+  broker::backend store_backend = broker::backend::memory;
+  /// Directory of the SQLite files, <store-dir>/<name>.db.
+  std::string store_dir;
 };
 
 /// Adds broker-node's rows to `cfg`. Fails only on a clash with the library's table.
@@ -60,6 +65,6 @@ broker::error add_node_options(broker::configuration& cfg);
 broker::expected<node_options> read_node_options(const broker::configuration& cfg);
 
 /// Parses `tcp://host:port`, `tcp://[v6addr]:port` or Broker's `<tcp://host:port>`.
-broker::expected<peer_address> parse_peer_uri(std::string_view text);
+using broker_tools::parse_peer_uri;
 
 } // namespace broker_node
