@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""System test: every store operation's error cases, through broker-store.
+
+Usage: errors.py <broker-node> <broker-store>
+"""
+
+from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, run_tool,
+                        run_suite, typed)
+
+STORE = "errs"
+# A clone alone gives up on a put_unique after this (STORE_FLAGS: 3 s).
+SHORT_REQUESTS = ["--broker.store.request-timeout=500"]
+
+
+def expect_errors(tool, cases):
+    for line, code in cases:
+        got = tool.error(line)
+        check(got == code, "%r fails with %s, got %s" % (line, code, got))
+
+
+def test_master_operations(node_bin, tool_bin):
+    """each operation's own errors, reported by the master: no_such_key, type_clash, ..."""
+    with Cleanup() as cleanup:
+        m = cleanup.add(Tool(tool_bin, STORE, ["--master"], "master"))
+        for line in ("put s \"text\"", "put n 1", "put v [1, 2]", "put c 5c",
+                     "insert_into st x", "insert_into tb k v"):
+            m.ok(line)
+        expect_errors(m, [
+            ("get missing", "no_such_key"),
+            ("get_index_from_value missing 0c", "no_such_key"),
+            ("get_index_from_value v 5c", "no_such_key"),
+            ("get_index_from_value tb other", "no_such_key"),
+            ("get_index_from_value n 0c", "type_clash"),
+            ("get_index_from_value v x", "type_clash"),
+            ("increment s 1", "type_clash"),
+            ("increment c 1", "type_clash"),
+            ("decrement missing 1", "no_such_key"),
+            ("decrement s 1", "type_clash"),
+            ("append n x", "type_clash"),
+            ("insert_into n x", "type_clash"),
+            ("insert_into s k v", "type_clash"),
+            ("remove_from missing x", "no_such_key"),
+            ("remove_from s x", "type_clash"),
+            ("push s 1", "type_clash"),
+            ("pop missing", "no_such_key"),
+            ("pop s", "type_clash"),
+            ("wait-size 99 200ms", "request_timeout"),
+            ("wait-get s other 200ms", "request_timeout"),
+        ])
+        # Not errors: a missing key does not exist, erasing it is fine, a taken key stays.
+        check(m.value("exists missing") == typed("boolean", False), "exists of a missing key")
+        m.ok("erase missing")
+        check(m.value("put_unique s x") == typed("boolean", False), "put_unique of a taken key")
+        # A failed write changes nothing.
+        check(m.value("get s") == typed("string", "text"), "s is unchanged")
+        check(m.value("get n") == typed("integer", 1), "n is unchanged")
+        check(m.value("get c") == typed("count", 5), "c is unchanged")
+        check(m.close() == 3, "exit code 3 after failed operations")
+
+
+def test_bad_input(node_bin, tool_bin):
+    """malformed operations are errors naming what is wrong; the session goes on"""
+    with Cleanup() as cleanup:
+        m = cleanup.add(Tool(tool_bin, STORE, ["--master"], "master"))
+        expect_errors(m, [
+            ("frobnicate k", "invalid_message"),
+            ("put k", "invalid_message"),
+            ("get", "invalid_message"),
+            ("keys extra", "invalid_message"),
+            ("put k 1 10q", "invalid_message"),
+            ("put k 1 10s extra", "invalid_message"),
+            ("wait-size many 1s", "invalid_message"),
+            ("wait-get k 1", "invalid_message"),
+            ("put k [1, 2", "invalid_message"),
+            ("put k \"open", "invalid_message"),
+            ("put k 10.0.0.1", "invalid_json"),
+            ("put k 1e400", "invalid_data"),
+            ("put k 99999999999999999999", "invalid_data"),
+            ("put k 18446744073709551616c", "invalid_data"),
+            ("put k {\"a\": 1}", "invalid_data"),
+            ("put k {\"@data-type\": \"count\", \"data\": -1}", "invalid_data"),
+            ("put k " + "[" * 100 + "]" * 100, "invalid_data"),
+        ])
+        m.ok("put k 1")
+        check(m.value("get k") == typed("integer", 1), "the session goes on")
+        r = m.op("put k " + "x" * 100000)
+        check(r.get("ok") is True, "a long value is fine: %s" % str(r)[:100])
+
+
+def test_clone_without_master(node_bin, tool_bin):
+    """a clone with no master: stale_data for reads, no_such_master for put_unique"""
+    code, results, err = run_tool(tool_bin, ["--ready-timeout=0", "--broker.disable-ssl"]
+                                  + STORE_FLAGS + SHORT_REQUESTS + [
+        "--", STORE, "get", "k", ";", "exists", "k", ";", "keys", ";",
+        "get_index_from_value", "k", "0c", ";", "put_unique", "k", "1", ";",
+        "put", "k", "1", ";", "wait-size", "1", "200ms"])
+    want = ["stale_data", "stale_data", "stale_data", "stale_data", "no_such_master", None,
+            "request_timeout"]
+    got = [r.get("error") for r in results]
+    check(got == want, "errors %s, got %s (%s)" % (want, results, err))
+    check(code == 3, "exit code 3, got %d" % code)
+
+
+def test_errors_through_a_clone(node_bin, tool_bin):
+    """a write the master rejects is an error event on the master's node"""
+    with Cleanup() as cleanup:
+        a = cleanup.add(Node(node_bin, ["--master-stores", STORE, "-v"] + STORE_FLAGS, "A"))
+        w = cleanup.add(Tool(tool_bin, STORE, ["--peer", addr(a.port)], "writer"))
+        w.ok("put s \"text\"")
+        w.ok("increment s 1")  # Accepted by the clone: the master decides.
+        w.ok("decrement missing 1")
+        a.wait_for(lambda l: l.startswith("error type_clash store " + STORE + ": add of key"),
+                   what="the type_clash event")
+        a.wait_for(lambda l: l.startswith("error no_such_key store " + STORE + ":"),
+                   what="the no_such_key event")
+        w.ok("wait-get s text 10s")
+
+
+def test_master_exists(node_bin, tool_bin):
+    """a second master on another node fails with master_exists"""
+    with Cleanup() as cleanup:
+        a = cleanup.add(Node(node_bin, ["--master-stores", STORE] + STORE_FLAGS, "A"))
+        a.wait_for(lambda l: l == "store master " + STORE, what="the master")
+        code, results, err = run_tool(tool_bin, ["--master", "--peer", addr(a.port),
+                                                 "--broker.disable-ssl", STORE, "keys"])
+        check(code == 2 and "master_exists" in err and not results,
+              "broker-store --master exits 2 with master_exists: %d %s" % (code, err))
+        b = cleanup.add(Node(node_bin, ["--master-stores", STORE, "--peers",
+                                        "tcp://" + addr(a.port), "--no-listen"], "B",
+                             listen=False))
+        code = b.wait_exit()
+        err = "\n".join(b.err_lines)
+        check(code == 1, "broker-node exits 1, got %s: %s" % (code, err))
+        check("master-stores" in err and "master_exists" in err,
+              "the error names the option and the code: %s" % err)
+
+
+if __name__ == "__main__":
+    run_suite([test_master_operations, test_bad_input, test_clone_without_master,
+               test_errors_through_a_clone, test_master_exists])

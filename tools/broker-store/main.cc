@@ -1,0 +1,360 @@
+// broker-store: reads and writes a Broker data store from the command line (see
+// doc/broker-store.md).
+//
+//   broker-store --peer 127.0.0.1:9999 users get alice
+//   printf 'put alice 1\nincrement alice 2\nget alice\n' | broker-store --peer h:9999 users
+//
+// Start-up order:
+//   1. Block SIGINT/SIGTERM (signal_watch) before the endpoint starts its threads.
+//   2. Parse options and the operations given on the command line; exit 1 on bad usage.
+//   3. Start the endpoint, listen (--listen), dial --peer.
+//   4. Attach the store: the master (--master) or a clone, which waits for its first
+//      snapshot (--ready-timeout). Exit 2 if any of this fails.
+//   5. Run the command line's operations, or else one per line of stdin until EOF or a
+//      signal; one JSON line each (runner.hh). Exit 3 if any of them failed.
+
+#include "ops.hh"
+#include "runner.hh"
+
+#include "peer_uri.hh"
+#include "signal_watch.hh"
+
+#include <broker/configuration.hh>
+#include <broker/endpoint.hh>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <poll.h>
+#include <unistd.h>
+
+using namespace broker_store;
+
+namespace {
+
+constexpr const char* program_name = "broker-store";
+
+constexpr const char* usage =
+  "Usage: broker-store [options] STORE [OPERATION [ARGS...] [';' OPERATION ...]]\n"
+  "\n"
+  "Attaches a clone of STORE (or its master with --master) and runs the operations, or\n"
+  "else one operation per line of stdin. Prints one JSON line per operation.\n"
+  "Operations: put KEY VALUE [EXPIRY], put_unique KEY VALUE [EXPIRY], get KEY, exists KEY,\n"
+  "keys, erase KEY, clear, increment/decrement KEY AMOUNT [EXPIRY], append KEY STRING\n"
+  "[EXPIRY], insert_into KEY ELEMENT [EXPIRY], insert_into KEY INDEX VALUE [EXPIRY],\n"
+  "remove_from KEY ELEMENT [EXPIRY], push KEY VALUE [EXPIRY], pop KEY [EXPIRY],\n"
+  "get_index_from_value KEY INDEX, wait-size N TIMEOUT, wait-get KEY VALUE TIMEOUT.\n"
+  "Values are JSON (5 is an integer, 5c a count, 1.5 a real, [1,2] a vector, a typed\n"
+  "{\"@data-type\":...} object anything else); other words are strings. EXPIRY and TIMEOUT\n"
+  "are durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
+  "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
+  "store, 3 an operation failed. See doc/broker-store.md.\n";
+
+/// Exit codes (doc/broker-store.md).
+enum exit_code : int {
+  exit_ok = 0,
+  exit_bad_usage = 1,
+  exit_no_store = 2,
+  exit_op_failed = 3,
+};
+
+/// Seconds a clone waits for its first snapshot unless --ready-timeout says otherwise.
+constexpr uint64_t default_ready_timeout_seconds = 10;
+
+constexpr uint64_t max_seconds = 3600;
+
+/// The word that separates operations on the command line.
+constexpr std::string_view op_separator = ";";
+
+/// Bytes read from stdin at a time.
+constexpr size_t read_chunk_size = 64 * 1024;
+
+/// A longer line on stdin is an error (and skipped): input must not grow memory unbounded.
+constexpr size_t max_line_size = 16 * 1024 * 1024;
+
+/// How often to look at the peerings while waiting for --peer with --peer-retry.
+constexpr auto peer_poll_interval = std::chrono::milliseconds{20};
+
+struct tool_options {
+  std::vector<broker_tools::peer_address> peers;
+  std::chrono::seconds peer_retry{0};
+  bool master = false;
+  bool listen = false;
+  std::string listen_address;
+  uint16_t port = 0;
+  std::chrono::seconds ready_timeout{default_ready_timeout_seconds};
+  std::string store;
+  std::vector<operation> ops; ///< From the command line; empty: read stdin.
+};
+
+int fail(int code, const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", program_name, what.c_str());
+  return code;
+}
+
+broker::option_info row(std::string key, broker::option_type type, std::string def,
+                        std::string help, uint64_t max = 0) {
+  broker::option_info info;
+  info.key = std::move(key);
+  info.type = type;
+  info.default_value = std::move(def);
+  info.help = std::move(help);
+  if (type == broker::option_type::count)
+    info.max = max;
+  return info;
+}
+
+broker::error add_tool_options(broker::configuration& cfg) {
+  using broker::option_type;
+  std::vector<broker::option_info> rows;
+  rows.push_back(row("peer", option_type::string_list, "[]",
+                     "nodes to peer with, each host:port or tcp://host:port"));
+  rows.push_back(row("peer-retry", option_type::count, "0",
+                     "seconds between re-dials of a failed or lost peer; 0: dial once",
+                     max_seconds));
+  rows.push_back(row("master", option_type::boolean, "false",
+                     "host the store's master here (memory backend) instead of a clone"));
+  rows.push_back(row("listen", option_type::boolean, "false",
+                     "accept peerings on -p (0: a free port), printed as {\"listening\":PORT}"));
+  rows.push_back(row("listen-address", option_type::string, "",
+                     "address --listen binds to; empty: all interfaces"));
+  rows.push_back(row("ready-timeout", option_type::count,
+                     std::to_string(default_ready_timeout_seconds),
+                     "seconds a clone waits for its master's snapshot; 0: do not wait",
+                     max_seconds));
+  for (auto& info : rows)
+    if (auto err = cfg.add_option(std::move(info)))
+      return err;
+  return {};
+}
+
+broker::expected<broker_tools::peer_address> parse_peer(const std::string& text) {
+  // host:port is the short form; the tools' tcp://host:port is accepted as well.
+  auto uri = text.find("://") == std::string::npos ? "tcp://" + text : text;
+  auto addr = broker_tools::parse_peer_uri(uri);
+  if (!addr)
+    return broker::error{broker::ec::invalid_config,
+                         "peer: expected host:port, got \"" + text + "\""};
+  return addr;
+}
+
+/// Splits the words after STORE at ";" and parses each operation.
+broker::error parse_command_line_ops(const std::vector<std::string>& words,
+                                     std::vector<operation>& out) {
+  std::vector<std::string> current;
+  auto flush = [&]() -> broker::error {
+    if (current.empty())
+      return {};
+    auto op = parse_operation(current);
+    current.clear();
+    if (!op)
+      return op.error_value();
+    out.push_back(std::move(*op));
+    return {};
+  };
+  for (auto& word : words) {
+    if (word == op_separator) {
+      if (auto err = flush())
+        return err;
+    } else {
+      current.push_back(word);
+    }
+  }
+  return flush();
+}
+
+broker::expected<tool_options> read_options(const broker::configuration& cfg,
+                                            const std::vector<std::string>& rest) {
+  tool_options result;
+  for (auto& text : cfg.get_list("peer").value_or(std::vector<std::string>{})) {
+    auto addr = parse_peer(text);
+    if (!addr)
+      return addr.error_value();
+    result.peers.push_back(std::move(*addr));
+  }
+  result.peer_retry = std::chrono::seconds{cfg.get_count("peer-retry").value_or(0)};
+  result.master = cfg.get_bool("master").value_or(false);
+  result.listen = cfg.get_bool("listen").value_or(false);
+  result.listen_address = cfg.get_string("listen-address").value_or("");
+  result.port = cfg.port();
+  result.ready_timeout = std::chrono::seconds{
+    cfg.get_count("ready-timeout").value_or(default_ready_timeout_seconds)};
+  if (rest.empty())
+    return broker::error{broker::ec::invalid_config, "missing STORE (see --help)"};
+  result.store = rest.front();
+  if (result.store.empty() || broker::is_reserved_topic(result.store))
+    return broker::error{broker::ec::invalid_config,
+                         "invalid store name \"" + result.store + "\""};
+  std::vector<std::string> words{rest.begin() + 1, rest.end()};
+  if (auto err = parse_command_line_ops(words, result.ops))
+    return err;
+  return result;
+}
+
+/// Dials every --peer. Without --peer-retry each dial is tried once; with it, the dials run
+/// in the background and this waits for them, at most --ready-timeout (0: not at all).
+broker::error dial_peers(broker::endpoint& ep, const tool_options& opts) {
+  if (opts.peer_retry.count() == 0) {
+    for (auto& peer : opts.peers)
+      if (!ep.peer(peer.host, peer.port, std::chrono::seconds{0}))
+        return broker::error{broker::ec::peer_unavailable,
+                             "cannot peer with " + peer.host + ":" + std::to_string(peer.port)};
+    return {};
+  }
+  for (auto& peer : opts.peers)
+    ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
+  if (opts.ready_timeout.count() == 0)
+    return {};
+  auto deadline = std::chrono::steady_clock::now() + opts.ready_timeout;
+  while (ep.peers().size() < opts.peers.size()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return broker::error{broker::ec::peer_unavailable,
+                           "not every --peer answered within --ready-timeout"};
+    std::this_thread::sleep_for(peer_poll_interval);
+  }
+  return {};
+}
+
+broker::expected<broker::store> attach(broker::endpoint& ep, const tool_options& opts) {
+  if (opts.master)
+    return ep.attach_master(opts.store);
+  auto st = ep.attach_clone(opts.store);
+  if (!st || opts.ready_timeout.count() == 0)
+    return st;
+  if (!st->await_ready(opts.ready_timeout))
+    return broker::error{broker::ec::no_such_master,
+                         "store " + opts.store + ": no snapshot from its master within "
+                           + std::to_string(opts.ready_timeout.count())
+                           + " s (is a master attached in the network? "
+                             "--ready-timeout=0 skips this wait)"};
+  return st;
+}
+
+/// Reads stdin line by line until EOF or SIGINT/SIGTERM and runs each line.
+bool run_stdin(runner& r, broker_tools::signal_watch& signals) {
+  bool all_ok = true;
+  auto run_line = [&](std::string_view line) {
+    auto words = split_words(line);
+    if (!words) {
+      r.print_error("", words.error_value());
+      all_ok = false;
+      return;
+    }
+    if (words->empty() || words->front().front() == '#')
+      return; // Blank lines and comments.
+    auto op = parse_operation(*words);
+    if (!op) {
+      r.print_error(words->front(), op.error_value());
+      all_ok = false;
+      return;
+    }
+    all_ok = r.run(*op) && all_ok;
+  };
+  std::string buf;
+  bool skipping = false; // Inside a line that was too long, up to its newline.
+  std::vector<char> chunk(read_chunk_size);
+  while (!r.interrupted()) {
+    pollfd fds[] = {{STDIN_FILENO, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if ((fds[1].revents & POLLIN) != 0 && signals.consume())
+      return all_ok;
+    if (fds[0].revents == 0)
+      continue;
+    auto n = ::read(STDIN_FILENO, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    buf.append(chunk.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (auto nl = buf.find('\n'); nl != std::string::npos && !r.interrupted();
+         nl = buf.find('\n', start)) {
+      if (!skipping)
+        run_line(std::string_view{buf}.substr(start, nl - start));
+      skipping = false;
+      start = nl + 1;
+    }
+    buf.erase(0, start);
+    if (buf.size() > max_line_size) {
+      if (!skipping) {
+        r.print_error("", broker::error{broker::ec::invalid_message,
+                                        "a line longer than " + std::to_string(max_line_size)
+                                          + " bytes"});
+        all_ok = false;
+      }
+      skipping = true;
+      buf.clear();
+    }
+  }
+  if (!buf.empty() && !skipping && !r.interrupted())
+    run_line(buf);
+  return all_ok;
+}
+
+int run(broker::configuration cfg, const tool_options& opts,
+        broker_tools::signal_watch& signals) {
+  auto timeout = std::chrono::milliseconds{cfg.store_request_timeout()};
+  broker::endpoint ep{std::move(cfg)};
+  if (const auto& err = ep.startup_error())
+    return fail(exit_no_store, "cannot start: " + to_string(err));
+  if (opts.listen) {
+    auto port = ep.listen(opts.listen_address, opts.port);
+    if (!port)
+      return fail(exit_no_store, "cannot listen on \"" + opts.listen_address + "\":"
+                                   + std::to_string(opts.port) + ": "
+                                   + to_string(port.error_value()));
+    std::printf("{\"listening\":%u}\n", static_cast<unsigned>(*port));
+    std::fflush(stdout);
+  }
+  if (auto err = dial_peers(ep, opts))
+    return fail(exit_no_store, err.message());
+  auto st = attach(ep, opts);
+  if (!st)
+    return fail(exit_no_store, "cannot attach store \"" + opts.store
+                                 + "\": " + to_string(st.error_value()));
+  runner r{ep, *st, timeout, [&signals] { return signals.consume(); }};
+  bool all_ok = true;
+  if (opts.ops.empty())
+    all_ok = run_stdin(r, signals);
+  else
+    for (auto& op : opts.ops) {
+      if (r.interrupted() || signals.consume())
+        break;
+      all_ok = r.run(op) && all_ok;
+    }
+  return all_ok ? exit_ok : exit_op_failed;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // A reader of our stdout that goes away must not kill us; writes just fail.
+  std::signal(SIGPIPE, SIG_IGN);
+  broker_tools::signal_watch signals;
+  if (signals.fd() < 0)
+    return fail(exit_no_store, "cannot create a signalfd for SIGINT/SIGTERM");
+  broker::configuration cfg;
+  if (auto err = add_tool_options(cfg))
+    return fail(exit_no_store, err.message());
+  std::vector<std::string> rest;
+  auto err = cfg.load(argc, argv, &rest);
+  if (cfg.help_requested()) {
+    std::printf("%s\n%s", usage, cfg.help_text().c_str());
+    return exit_ok;
+  }
+  if (err)
+    return fail(exit_bad_usage, err.message());
+  auto opts = read_options(cfg, rest);
+  if (!opts)
+    return fail(exit_bad_usage, opts.error_value().message());
+  return run(std::move(cfg), *opts, signals);
+}
