@@ -17,7 +17,7 @@ pairs (no idle peers in either round, same arithmetic) show the noise floor. Pri
 pair and the medians; target: the median growth stays below 1 percentage point.
 See bench/README.md.
 
-    bench/idle_peers.py                      # builds in build-bench/, ~4 minutes
+    bench/idle_peers.py                      # builds in build-bench/, ~3 minutes
     REPS=3 NULL_PAIRS=1 bench/idle_peers.py  # shorter
 """
 

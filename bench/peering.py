@@ -18,7 +18,7 @@ sets) the script measures
 Every point runs --reps times, interleaved (rep 1 of every point, then rep 2, ...); the
 tables show medians. See bench/README.md.
 
-    bench/peering.py                         # builds in build-bench/, ~5 minutes
+    bench/peering.py                         # builds in build-bench/, ~3.5 minutes
     REPS=1 TYPES=0,1 bench/peering.py        # a quick look
 """
 
@@ -217,7 +217,7 @@ def plot(run, args, types, rates, max_med, latency):
         series.append('"probe.dat" using 1:2 with linespoints lw 1.5 dt 3 pt 2 lc rgb "#7f7f7f" '
                       'title "sleep probe p99 (machine)"')
     script = """
-set terminal pngcairo size 1100,450 font "sans,10" noenhanced
+set terminal pngcairo size 1250,450 font "sans,10" noenhanced
 set output out
 set multiplot layout 1,2 title "Peering: one publisher -> one subscriber over 127.0.0.1 (median of %d runs)"
 set title "maximum rate (batches of %d)"
@@ -243,7 +243,7 @@ set format x "%%.0s%%c"
 set xrange [500:200000]
 set xlabel "events/s"
 set ylabel "latency (ms)"
-set key top left
+set key outside right top Left reverse samplen 2 font ",9"
 plot %s
 unset multiplot
 """ % (args.reps, args.batch_size, ", \\\n     ".join(series) if series else "NaN notitle")

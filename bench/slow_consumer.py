@@ -20,7 +20,7 @@ drop and disconnect counters are read from its Prometheus endpoint.
 (Why C is paced: with disconnect, a relay cuts off *any* receiver slower than the publisher,
 the fast one included; see doc/performance.md.) See bench/README.md.
 
-    bench/slow_consumer.py                   # builds in build-bench/, ~5 minutes
+    bench/slow_consumer.py                   # builds in build-bench/, ~4 minutes
     REPS=1 LONG=20 bench/slow_consumer.py    # shorter
 """
 
