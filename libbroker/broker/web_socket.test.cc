@@ -14,6 +14,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 
 using namespace broker;
 using namespace std::chrono_literals;
@@ -214,4 +215,36 @@ TEST_CASE("listening on a port that is taken is an error, not a silent failure",
   endpoint other;
   auto res = other.web_socket_listen("127.0.0.1", port);
   CHECK(!res);
+}
+
+TEST_CASE("shutting the endpoint down closes every client with 1000", "[web_socket]") {
+  endpoint ep;
+  auto port = listen_ws(ep);
+  auto [a, ack_a] = ws_client::subscribed(port, R"(["/t"])");
+  auto [b, ack_b] = ws_client::subscribed(port, "[]");
+  // shutdown() waits for the close handshakes, which the clients answer while reading.
+  // (The endpoint shuts down on the thread that made it: CAF's actor system must.)
+  std::thread reader{[&] {
+    CHECK(!a->read());
+    CHECK(!b->read());
+  }};
+  ep.shutdown();
+  reader.join();
+  CHECK(a->error == websocket::error::closed);
+  CHECK(a->close_code() == 1000);
+  CHECK(b->error == websocket::error::closed);
+  CHECK(b->close_code() == 1000);
+}
+
+TEST_CASE("shutdown returns although a client never answers the close", "[web_socket]") {
+  endpoint ep;
+  auto port = listen_ws(ep);
+  auto [c, ack] = ws_client::subscribed(port, "[]");
+  // The client is not reading, so its close handshake cannot finish: shutdown() gives up
+  // after shutdown_close_timeout (a hang here is caught by the test's timeout).
+  ep.shutdown();
+  // The close frame still reached the client before the server closed TCP (replying to it
+  // may fail now, so only the received code is checked).
+  CHECK(!c->read());
+  CHECK(c->close_code() == 1000);
 }

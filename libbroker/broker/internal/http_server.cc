@@ -1,11 +1,13 @@
 #include "broker/internal/http_server.hh"
 
 #include "broker/internal/core_runtime.hh"
+#include "broker/internal/http_transport.hh"
 #include "broker/internal/json.hh"
 #include "broker/internal/logger.hh"
 #include "broker/internal/peering.hh"
 #include "broker/internal/send_queue.hh"
 #include "broker/internal/source_inbox.hh"
+#include "broker/internal/web_socket_unmask.hh"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -13,6 +15,8 @@
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -41,6 +45,9 @@ constexpr uint32_t max_header_size = 16 * 1024;
 /// Plain HTTP requests carry no meaningful body here.
 constexpr uint64_t max_request_body = 64 * 1024;
 
+/// Bytes read from the socket at once while the frame_masker needs a frame header.
+constexpr size_t masker_read_size = 16 * 1024;
+
 /// WebSocket close codes (RFC 6455).
 constexpr uint16_t close_normal = 1000;
 constexpr uint16_t close_unsupported_data = 1003;
@@ -52,14 +59,158 @@ std::string_view path_of(std::string_view target) {
 
 class server_impl;
 
+/// Lets other threads (the core, queue callbacks) post to a session's strand only while the
+/// server runs. After stop() nothing is posted any more, so nothing can reach a strand of
+/// an io_context that the endpoint destroys next.
+class io_gate {
+public:
+  template <class Executor, class F>
+  void post(const Executor& exec, F&& f) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (open_)
+      asio::post(exec, std::forward<F>(f));
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    open_ = false;
+  }
+
+private:
+  std::mutex mtx_;
+  bool open_ = true;
+};
+
+// -- unmasking ----------------------------------------------------------------------------
+
+/// The layer between the transport and Beast's WebSocket stream that runs a frame_masker
+/// over the bytes the client sends, so that Beast (server role) accepts unmasked frames.
+/// Writes pass through untouched. Payload bytes are read straight into Beast's buffer
+/// when the masker allows it; only frame headers take a detour through `raw_`.
+class unmask_stream {
+public:
+  using next_layer_type = erased_stream;
+  using executor_type = erased_stream::executor_type;
+
+  /// `early` holds bytes the HTTP parser read past the upgrade request: they come first.
+  unmask_stream(erased_stream&& next, std::string_view early) : next_(std::move(next)) {
+    if (!early.empty()) {
+      auto dst = raw_.prepare(early.size());
+      std::memcpy(dst.data(), early.data(), early.size());
+      raw_.commit(early.size());
+    }
+  }
+
+  executor_type get_executor() noexcept { return next_.get_executor(); }
+  erased_stream& next_layer() noexcept { return next_; }
+
+  template <class ConstBuffers, class WriteHandler>
+  auto async_write_some(const ConstBuffers& buffers, WriteHandler&& handler) {
+    return next_.async_write_some(buffers, std::forward<WriteHandler>(handler));
+  }
+
+  template <class MutableBuffers, class ReadHandler>
+  auto async_read_some(const MutableBuffers& buffers, ReadHandler&& handler) {
+    return asio::async_compose<ReadHandler, void(beast::error_code, size_t)>(
+      read_op<MutableBuffers>{*this, buffers}, handler, next_);
+  }
+
+private:
+  template <class MutableBuffers>
+  struct read_op {
+    enum class step { start, posted, direct, raw };
+    unmask_stream& s;
+    MutableBuffers buffers;
+    step at = step::start;
+    size_t result = 0;
+
+    template <class Self>
+    void operator()(Self& self, beast::error_code ec = {}, size_t n = 0) {
+      switch (at) {
+        case step::start:
+          result = s.drain(buffers);
+          if (result > 0 || asio::buffer_size(buffers) == 0) {
+            at = step::posted; // Never complete inside the initiating call.
+            asio::post(s.get_executor(), std::move(self));
+            return;
+          }
+          read_more(self);
+          return;
+        case step::posted:
+          self.complete({}, result);
+          return;
+        case step::direct:
+          s.masker_.skip(n);
+          self.complete(ec, n);
+          return;
+        case step::raw:
+          s.raw_.commit(n);
+          result = s.drain(buffers);
+          if (result > 0 || ec)
+            self.complete(result > 0 ? beast::error_code{} : ec, result);
+          else
+            read_more(self); // Only part of a frame header arrived.
+          return;
+      }
+    }
+
+    /// Pre: nothing buffered is left to produce (drain() returned 0 for a non-empty
+    /// destination, so `raw_` is empty).
+    template <class Self>
+    void read_more(Self& self) {
+      if (auto direct = s.masker_.passthrough(); direct > 0) {
+        at = step::direct;
+        auto limit = static_cast<size_t>(std::min<uint64_t>(direct, SIZE_MAX));
+        s.next_.async_read_some(beast::buffers_prefix(limit, buffers), std::move(self));
+      } else {
+        at = step::raw;
+        s.next_.async_read_some(s.raw_.prepare(masker_read_size), std::move(self));
+      }
+    }
+  };
+
+  /// Moves what `raw_` and the masker hold into `buffers`; returns the bytes produced.
+  template <class MutableBuffers>
+  size_t drain(const MutableBuffers& buffers) {
+    size_t total = 0;
+    for (auto i = asio::buffer_sequence_begin(buffers); i != asio::buffer_sequence_end(buffers);
+         ++i) {
+      asio::mutable_buffer dst{*i};
+      auto src = raw_.data();
+      auto p = masker_.transform(static_cast<const std::byte*>(src.data()), src.size(),
+                                 static_cast<std::byte*>(dst.data()), dst.size());
+      raw_.consume(p.consumed);
+      total += p.produced;
+      if (p.produced < dst.size())
+        break; // Nothing more to produce.
+    }
+    return total;
+  }
+
+  erased_stream next_;
+  frame_masker masker_;
+  beast::flat_buffer raw_;
+};
+
+template <class TeardownHandler>
+void async_teardown(beast::role_type role, unmask_stream& stream, TeardownHandler&& handler) {
+  async_teardown(role, stream.next_layer(), std::forward<TeardownHandler>(handler));
+}
+
 // -- WebSocket session ----------------------------------------------------------------
 
 class ws_session : public std::enable_shared_from_this<ws_session> {
 public:
-  ws_session(std::shared_ptr<server_impl> srv, beast::tcp_stream stream);
+  ws_session(std::shared_ptr<server_impl> srv, erased_stream stream, std::string_view early);
   ~ws_session();
 
   void accept(http::request<http::string_body> req);
+
+  /// Sends close 1000 once the frames in progress are written (posted to the strand).
+  void close_for_shutdown();
+
+  /// Closes the socket now (posted to the strand).
+  void abort();
 
 private:
   void on_accept(beast::error_code ec);
@@ -74,7 +225,7 @@ private:
   std::string take_text();
 
   std::shared_ptr<server_impl> srv_;
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<unmask_stream> ws_;
   beast::flat_buffer rbuf_;
   std::string address_;
   uint16_t port_ = 0;
@@ -89,6 +240,8 @@ private:
   std::string current_ctrl_;
   std::vector<send_item> items_;
   size_t item_pos_ = 0;
+  bool accepted_ = false;   ///< The upgrade succeeded: close frames are possible.
+  bool registered_ = false; ///< add_client() is posted: finish() must remove the client.
   bool attached_ = false;
   bool reading_ = false;
   bool read_paused_ = false;
@@ -100,17 +253,21 @@ private:
 
 // -- plain HTTP session -----------------------------------------------------------------
 
+/// Runs the TLS handshake (wss://), reads one request, then upgrades it to a ws_session,
+/// answers /metrics or refuses it.
 class http_session : public std::enable_shared_from_this<http_session> {
 public:
-  http_session(std::shared_ptr<server_impl> srv, tcp::socket sock);
+  http_session(std::shared_ptr<server_impl> srv, erased_stream stream);
   void start();
 
 private:
+  void read_request();
   void on_read(beast::error_code ec);
   void respond(http::status status, std::string content_type, std::string body);
+  std::string peer_name();
 
   std::shared_ptr<server_impl> srv_;
-  beast::tcp_stream stream_;
+  erased_stream stream_;
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> req_;
@@ -132,72 +289,125 @@ public:
   uint16_t port() const noexcept override { return bound_port; }
 
   void stop() override {
-    std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> sessions;
+    std::vector<std::shared_ptr<ws_session>> sessions;
     {
       std::lock_guard<std::mutex> guard{mtx};
       if (stopped)
         return;
       stopped = true;
-      sessions.swap(live);
+      for (auto& [key, session] : live)
+        sessions.push_back(session);
     }
-    // Sessions with pending operations live on in their handlers; the others go now.
-    sessions.clear();
     asio::post(acc.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
       self->acc.close(ignored);
     });
+    // Clients see a normal close instead of a dropped connection. On an I/O thread we
+    // cannot wait for the handshakes: this thread would have to run them.
+    for (auto& session : sessions)
+      session->close_for_shutdown();
+    sessions.clear();
+    std::unique_lock<std::mutex> guard{mtx};
+    if (!ioc.get_executor().running_in_this_thread())
+      gone.wait_for(guard, shutdown_close_timeout, [this] { return live.empty(); });
+    // Whoever is left goes now. The posted aborts keep their sessions alive until they ran;
+    // dropping our references breaks the session <-> server cycle even if they never run.
+    std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> rest;
+    rest.swap(live);
+    guard.unlock();
+    for (auto& [key, session] : rest)
+      session->abort();
+    gate->close();
   }
 
-  void accept() {
-    acc.async_accept(asio::make_strand(ioc), [self = shared_from_this()](beast::error_code ec,
-                                                                          tcp::socket sock) {
-      if (ec == asio::error::operation_aborted || !self->acc.is_open())
-        return;
-      if (!ec) {
-        sock.set_option(tcp::no_delay{true}, ec);
-        std::make_shared<http_session>(self, std::move(sock))->start();
-      }
-      self->accept();
-    });
-  }
+  void accept();
 
   asio::io_context& ioc;
   tcp::acceptor acc;
   std::shared_ptr<core_runtime> rt;
   std::function<uint64_t()> next_id;
   http_options opts;
+  asio::ssl::context* tls = nullptr; ///< The peering TLS context (wss://), or null (ws://).
+  std::shared_ptr<io_gate> gate = std::make_shared<io_gate>();
   uint16_t bound_port = 0;
   std::atomic<size_t> clients{0};
   std::mutex mtx;
+  std::condition_variable gone; ///< Signalled when `live` becomes empty.
   bool stopped = false;
   /// Every session from upgrade to finish(). A session that stopped reading because its
   /// inbox is full has no pending operation, so this is what keeps it alive then.
   std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> live;
 
-  void track(const std::shared_ptr<ws_session>& session) {
+  /// Registers an upgraded session; false once the server stopped.
+  bool track(const std::shared_ptr<ws_session>& session) {
     std::lock_guard<std::mutex> guard{mtx};
-    if (!stopped)
-      live.emplace(session.get(), session);
+    if (stopped)
+      return false;
+    live.emplace(session.get(), session);
+    return true;
   }
 
   /// Pre: the caller holds its own reference to the session.
   void untrack(const ws_session* session) {
     std::lock_guard<std::mutex> guard{mtx};
-    live.erase(session);
+    if (live.erase(session) > 0 && live.empty())
+      gone.notify_all();
   }
 };
 
+void server_impl::accept() {
+  acc.async_accept(asio::make_strand(ioc), [self = shared_from_this()](beast::error_code ec,
+                                                                        tcp::socket sock) {
+    if (ec == asio::error::operation_aborted || !self->acc.is_open())
+      return;
+    if (!ec) {
+      sock.set_option(tcp::no_delay{true}, ec);
+      auto conn = make_transport(std::move(sock), self->tls);
+      std::make_shared<http_session>(self, erased_stream{std::move(conn)})->start();
+    }
+    self->accept();
+  });
+}
+
 // -- http_session ---------------------------------------------------------------------------
 
-http_session::http_session(std::shared_ptr<server_impl> srv, tcp::socket sock)
-  : srv_(std::move(srv)), stream_(std::move(sock)) {
+http_session::http_session(std::shared_ptr<server_impl> srv, erased_stream stream)
+  : srv_(std::move(srv)), stream_(std::move(stream)) {
+}
+
+std::string http_session::peer_name() {
+  beast::error_code ec;
+  auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
+  if (ec)
+    return "?";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
 void http_session::start() {
+  // One deadline for the TLS handshake and the request together.
+  beast::get_lowest_layer(stream_).expires_after(
+    std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
+  if (!stream_.impl().secure()) {
+    read_request();
+    return;
+  }
+  stream_.impl().handshake([self = shared_from_this()](beast::error_code ec) {
+    if (ec) {
+      // No client certificate, one from another CA, a plain ws:// client, ...
+      log(log_level::info, component,
+          "TLS handshake with " + self->peer_name() + " failed: " + ec.message());
+      beast::error_code ignored;
+      self->stream_.next_layer().socket().close(ignored);
+      return;
+    }
+    self->read_request();
+  });
+}
+
+void http_session::read_request() {
   parser_.emplace();
   parser_->header_limit(max_header_size);
   parser_->body_limit(max_request_body);
-  stream_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
   http::async_read(stream_, buf_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
 }
@@ -224,9 +434,14 @@ void http_session::on_read(beast::error_code ec) {
               "too many WebSocket clients (maximum " + std::to_string(opts.max_clients) + ")");
       return;
     }
-    stream_.expires_never();
-    auto session = std::make_shared<ws_session>(srv_, std::move(stream_));
-    srv_->track(session);
+    beast::get_lowest_layer(stream_).expires_never();
+    // A client may send its first frames right behind the request; the parser has them.
+    auto early = beast::buffers_to_string(buf_.data());
+    auto session = std::make_shared<ws_session>(srv_, std::move(stream_), early);
+    if (!srv_->track(session)) {
+      session->abort(); // The server stopped while this request was on its way.
+      return;
+    }
     session->accept(std::move(req_));
     return;
   }
@@ -238,9 +453,9 @@ void http_session::on_read(beast::error_code ec) {
     // The numbers live in the core: ask it, answer on our strand.
     // The task keeps the session alive while the core works on it.
     auto exec = stream_.get_executor();
-    srv_->rt->post([self = shared_from_this(), exec](core_state& st) {
+    srv_->rt->post([self = shared_from_this(), exec, gate = srv_->gate](core_state& st) {
       auto text = to_prometheus(st.metrics());
-      asio::post(exec, [self, text = std::move(text)]() mutable {
+      gate->post(exec, [self, text = std::move(text)]() mutable {
         self->respond(http::status::ok, "text/plain; version=0.0.4", std::move(text));
       });
     });
@@ -253,22 +468,26 @@ void http_session::on_read(beast::error_code ec) {
     respond(http::status::not_found, "text/plain", "not found; try /metrics");
 }
 
-void http_session::respond(http::status status, std::string content_type, std::string body) {
+void http_session::respond(http::status status, std::string content_type,
+                                   std::string body) {
   res_ = std::make_shared<http::response<http::string_body>>(status, 11);
   res_->set(http::field::content_type, content_type);
   res_->body() = std::move(body);
   res_->keep_alive(false);
   res_->prepare_payload();
   http::async_write(stream_, *res_, [self = shared_from_this()](beast::error_code, size_t) {
+    // The body has a Content-Length, so a TCP shutdown ends the answer for TLS as well.
     beast::error_code ignored;
-    self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    beast::get_lowest_layer(self->stream_).socket().shutdown(tcp::socket::shutdown_send,
+                                                             ignored);
   });
 }
 
 // -- ws_session -------------------------------------------------------------------------------
 
-ws_session::ws_session(std::shared_ptr<server_impl> srv, beast::tcp_stream stream)
-  : srv_(std::move(srv)), ws_(std::move(stream)) {
+ws_session::ws_session(std::shared_ptr<server_impl> srv, erased_stream stream,
+                               std::string_view early)
+  : srv_(std::move(srv)), ws_(std::move(stream), early) {
   beast::error_code ec;
   auto ep = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
   if (!ec) {
@@ -294,11 +513,34 @@ void ws_session::accept(http::request<http::string_body> req) {
   ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) { self->on_accept(ec); });
 }
 
+void ws_session::close_for_shutdown() {
+  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    if (self->finished_ || self->closing_)
+      return;
+    if (!self->accepted_) {
+      // Still upgrading: there is no WebSocket to close yet.
+      self->finish(peer_end::removed, "shutting down");
+      return;
+    }
+    if (!self->close_after_write_)
+      self->close_after_write_.emplace(close_normal, "shutting down");
+    self->write_more();
+  });
+}
+
+void ws_session::abort() {
+  asio::post(ws_.get_executor(),
+             [self = shared_from_this()] { self->finish(peer_end::removed, "shutting down"); });
+}
+
 void ws_session::on_accept(beast::error_code ec) {
   if (ec) {
     srv_->untrack(this); // Not a valid upgrade; Beast answered it.
     return;
   }
+  if (finished_)
+    return;
+  accepted_ = true;
   ws_.async_read(rbuf_, [self = shared_from_this()](beast::error_code ec, size_t) {
     self->on_first_message(ec);
   });
@@ -317,6 +559,8 @@ void ws_session::on_first_message(beast::error_code ec) {
     finish(peer_end::lost, ec.message());
     return;
   }
+  if (closing_ || finished_)
+    return;
   beast::get_lowest_layer(ws_).expires_never();
   if (!ws_.got_text()) {
     close_with(close_unsupported_data, "binary frames are not supported");
@@ -336,15 +580,16 @@ void ws_session::on_first_message(beast::error_code ec) {
   in_ = std::make_shared<source_inbox>(id_, opts.inbox_capacity);
   std::weak_ptr<ws_session> weak = shared_from_this();
   auto exec = ws_.get_executor();
-  out_->on_ready([weak, exec] {
-    asio::post(exec, [weak] {
+  auto gate = srv_->gate;
+  out_->on_ready([weak, exec, gate] {
+    gate->post(exec, [weak] {
       if (auto self = weak.lock())
         self->write_more();
     });
   });
   in_->on_wake(srv_->rt->wake_callback(id_));
-  in_->on_release([weak, exec] {
-    asio::post(exec, [weak] {
+  in_->on_release([weak, exec, gate] {
+    gate->post(exec, [weak] {
       if (auto self = weak.lock())
         self->flush_input();
     });
@@ -360,13 +605,17 @@ void ws_session::on_first_message(beast::error_code ec) {
   att.inbox = in_;
   // The ack goes out only after the core subscribed us (spec §4.2 fix).
   // The task keeps the session alive while the core attaches it.
-  srv_->rt->post([att = std::move(att), self = shared_from_this(), exec](core_state& st) mutable {
-    st.add_client(std::move(att));
-    asio::post(exec, [self] { self->on_attached(); });
-  });
+  registered_ = true;
+  srv_->rt->post(
+    [att = std::move(att), self = shared_from_this(), exec, gate](core_state& st) mutable {
+      st.add_client(std::move(att));
+      gate->post(exec, [self] { self->on_attached(); });
+    });
 }
 
 void ws_session::on_attached() {
+  if (finished_)
+    return; // finish() already told the core to remove us again.
   attached_ = true;
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
@@ -430,7 +679,8 @@ void ws_session::flush_input() {
 }
 
 void ws_session::write_more() {
-  if (writing_ || finished_)
+  // Nothing follows a close frame.
+  if (writing_ || closing_ || finished_)
     return;
   auto on_written = [self = shared_from_this()](beast::error_code ec, size_t) {
     self->writing_ = false;
@@ -449,7 +699,7 @@ void ws_session::write_more() {
   }
   // Once the queue has closed we only finish writing and close: take() would keep
   // reporting the closed queue, and each report would queue another frame.
-  if (item_pos_ == items_.size() && !closing_ && !close_after_write_ && out_) {
+  if (item_pos_ == items_.size() && !close_after_write_ && out_) {
     items_.clear();
     item_pos_ = 0;
     std::optional<filter_type> unused;
@@ -499,8 +749,9 @@ void ws_session::finish(peer_end why, const std::string& reason) {
     in_->on_release(nullptr);
   if (out_)
     out_->on_ready(nullptr);
-  if (attached_) {
-    log(log_level::info, component, "client " + to_string(client_id_) + " removed: " + reason);
+  if (registered_) {
+    if (attached_)
+      log(log_level::info, component, "client " + to_string(client_id_) + " removed: " + reason);
     if (!pending_.empty())
       in_->try_push_some(pending_, pending_pos_);
     auto id = id_;
@@ -520,6 +771,14 @@ http_server::start(peer_manager& net, std::shared_ptr<core_runtime> rt,
                    uint16_t port, http_options opts) {
   auto srv = std::make_shared<server_impl>(net, std::move(rt), std::move(next_id),
                                            std::move(opts));
+  if (srv->opts.web_socket) {
+    // The same settings as peering (spec §1): wss:// with mutual TLS whenever the
+    // broker.ssl.* options give peering a context, and a broken setup is an error here too.
+    error err;
+    srv->tls = static_cast<asio::ssl::context*>(net.tls_context(err));
+    if (err)
+      return err;
+  }
   beast::error_code ec;
   auto addr = asio::ip::make_address(address.empty() ? "0.0.0.0" : address, ec);
   if (ec)
