@@ -73,11 +73,33 @@ def upgrade_request(path=WS_PATH, key=None, extra_headers=(), host="127.0.0.1"):
     return ("\r\n".join(lines) + "\r\n\r\n").encode(), key
 
 
+def encode_frame(opcode, payload, fin=True, mask=True):
+    """One client frame as bytes: 7-, 16- or 64-bit length, masked with a random key or not."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    head = bytes([(0x80 if fin else 0) | opcode])
+    mask_bit = 0x80 if mask else 0
+    n = len(payload)
+    if n < 126:
+        head += bytes([mask_bit | n])
+    elif n < 65536:
+        head += bytes([mask_bit | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([mask_bit | 127]) + struct.pack("!Q", n)
+    if mask:
+        key = os.urandom(4)
+        head += key
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return head + payload
+
+
 class RawClient:
     """One WebSocket connection driven frame by frame (see the module comment)."""
 
     def __init__(self, port, path=WS_PATH, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
-                 extra_headers=(), host="127.0.0.1"):
+                 extra_headers=(), host="127.0.0.1", early=b""):
+        """`early` is sent in the same write as the upgrade request, before the answer
+        (e.g. the first frames, as a client that does not wait for the 101 would)."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             # Before connect(), so that the window scale the kernel offers stays small.
@@ -87,7 +109,7 @@ class RawClient:
         self.sock.connect((host, port))
         self.buf = b""
         request, key = upgrade_request(path, extra_headers=extra_headers, host=host)
-        self.sock.sendall(request)
+        self.sock.sendall(request + early)
         while b"\r\n\r\n" not in self.buf:
             self._fill()
         end = self.buf.index(b"\r\n\r\n") + 4
@@ -108,22 +130,9 @@ class RawClient:
     # -- sending ----------------------------------------------------------------------
 
     def send_frame(self, opcode, payload, fin=True, mask=True):
-        if isinstance(payload, str):
-            payload = payload.encode()
-        head = bytes([(0x80 if fin else 0) | opcode])
-        mask_bit = 0x80 if mask else 0
-        n = len(payload)
-        if n < 126:
-            head += bytes([mask_bit | n])
-        elif n < 65536:
-            head += bytes([mask_bit | 126]) + struct.pack("!H", n)
-        else:
-            head += bytes([mask_bit | 127]) + struct.pack("!Q", n)
-        if mask:
-            key = os.urandom(4)
-            head += key
-            payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-        self.sock.sendall(head + payload)
+        """Sends one frame; mask=False sends it unmasked, as RFC 6455 forbids but Broker
+        accepts."""
+        self.sock.sendall(encode_frame(opcode, payload, fin, mask))
 
     def send_text(self, text):
         self.send_frame(TEXT, text)

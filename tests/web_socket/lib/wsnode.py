@@ -60,9 +60,16 @@ class Node:
     socket; should another process grab one in between, the node is restarted on new ports.
     """
 
-    def __init__(self, binary, args=(), name="node", metrics=False, env=None):
+    def __init__(self, binary, args=(), name="node", metrics=False, env=None, tls=None):
+        """`tls`: broker.ssl.* options (e.g. {"certificate": path, ...}) for wss:// and
+        TLS peerings; without it the node runs plain (--broker.disable-ssl)."""
         self.binary = binary
-        self.args = ["--broker.disable-ssl=true", "-p", "0"] + list(args)
+        self.tls = dict(tls or {})
+        if self.tls:
+            transport = ["--broker.ssl.%s=%s" % kv for kv in sorted(self.tls.items())]
+        else:
+            transport = ["--broker.disable-ssl=true"]
+        self.args = transport + ["-p", "0"] + list(args)
         self.name = name
         self.metrics = metrics
         self.extra_env = dict(env or {})
@@ -140,7 +147,16 @@ class Node:
         return self._wait(self.err_lines, pred, timeout, what)
 
     def url(self, path=WS_PATH):
-        return "ws://127.0.0.1:%d%s" % (self.ws_port, path)
+        return "%s://127.0.0.1:%d%s" % ("wss" if self.tls else "ws", self.ws_port, path)
+
+    def terminate(self, timeout=WAIT_TIMEOUT):
+        """Sends SIGTERM; returns the exit status, or fails if the node does not exit."""
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TestFailure("%s did not exit within %.1f s of SIGTERM\n%s"
+                              % (self.name, timeout, self.describe()))
 
     def describe(self, tail=30):
         if self.proc is None:
@@ -172,12 +188,14 @@ class Node:
 
 
 async def connect(port, path=WS_PATH, **kwargs):
-    """An open websockets connection that neither pings nor limits message sizes."""
+    """An open websockets connection that neither pings nor limits message sizes; wss://
+    when an `ssl` context is given."""
     kwargs.setdefault("max_size", None)
     kwargs.setdefault("ping_interval", None)
     kwargs.setdefault("open_timeout", WAIT_TIMEOUT)
     kwargs.setdefault("close_timeout", 2)
-    return await websockets.connect("ws://127.0.0.1:%d%s" % (port, path), **kwargs)
+    scheme = "wss" if kwargs.get("ssl") else "ws"
+    return await websockets.connect("%s://127.0.0.1:%d%s" % (scheme, port, path), **kwargs)
 
 
 async def subscribe(port, topics, **kwargs):

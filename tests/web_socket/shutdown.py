@@ -1,0 +1,44 @@
+"""ws.shutdown: a node that gets SIGTERM closes every WebSocket client with code 1000
+(a normal close) instead of dropping the connections (which clients see as 1006).
+
+Two library clients (one subscribed, one publish-only) and a raw client are connected when
+the node gets SIGTERM. Each receives a close frame with 1000; the library clients finish the
+close handshake normally; the node exits with status 0.
+"""
+
+import asyncio
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+from rawws import CLOSE, RawClient, close_code  # noqa: E402
+from wsnode import Node, check, check_eq, expect_close, run, subscribe  # noqa: E402
+
+
+async def main(binary):
+    with Node(binary, args=["-t", "/t"]) as node:
+        sub, _ = await subscribe(node.ws_port, ["/t"])
+        pub, _ = await subscribe(node.ws_port, [])
+        raw = RawClient(node.ws_port)
+        try:
+            raw.send_text('["/t"]')
+            check(raw.recv_text().startswith('{"type":"ack"'), "no ack for the raw client")
+
+            node.proc.terminate()  # SIGTERM
+            await expect_close(sub, 1000, what="the subscribed client")
+            await expect_close(pub, 1000, what="the publish-only client")
+            check(sub.close_rcvd is not None and sub.close_sent is not None,
+                  "the subscribed client's close handshake did not complete")
+
+            loop = asyncio.get_running_loop()
+            opcode, payload = await loop.run_in_executor(None, raw.recv_message)
+            check_eq(opcode, CLOSE, "the raw client's frame after SIGTERM")
+            check_eq(close_code(payload)[0], 1000, "the raw client's close code")
+        finally:
+            raw.close()
+        status = await asyncio.get_running_loop().run_in_executor(None, node.terminate)
+        check_eq(status, 0, "the node's exit status after SIGTERM")
+
+
+run(main, limit=60)

@@ -1,0 +1,90 @@
+"""ws.tls: wss:// with mutual TLS, configured exactly like TLS peering (spec websocket-v1.md
+§1 and §12.3, Broker's btest web-socket/encrypted.py).
+
+The node gets a certificate, a key encrypted with a passphrase and the CA
+(tests/web_socket/certs, made by make-certs.sh). Then:
+- a Python `websockets` client with a certificate from that CA sends ten counts, and a
+  second one receives the spec's ten frames byte for byte;
+- a client without a certificate, one whose certificate another CA signed, and a plain
+  ws:// client are all refused (and the node logs why);
+- on SIGTERM the connected client gets close 1000 over TLS.
+"""
+
+import asyncio
+import json
+import os
+import ssl
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+
+from wsnode import (Node, TestFailure, check, check_eq, expect_close,  # noqa: E402
+                    recv, run, subscribe)
+
+CERTS = os.path.join(HERE, "certs")
+TEN_COUNTS = ['{"type":"data-message","topic":"/test","@data-type":"count","data":%d}' % n
+              for n in range(1, 11)]
+
+
+def cert(name):
+    return os.path.join(CERTS, name)
+
+
+def client_context(leaf=None):
+    """Trusts the test CA (and checks the node's name, 127.0.0.1); presents `leaf`'s
+    certificate if given."""
+    ctx = ssl.create_default_context(cafile=cert("ca.pem"))
+    if leaf:
+        ctx.load_cert_chain(cert(leaf + ".pem"), cert(leaf + ".key"))
+    return ctx
+
+
+async def expect_refused(port, what, **kwargs):
+    """Fails unless connecting and sending the subscriptions fails (not by a timeout)."""
+    try:
+        ws, ack = await subscribe(port, ["/test"], **kwargs)
+    except TestFailure as e:
+        if "timed out" in str(e):
+            raise TestFailure("%s: timed out instead of being refused" % what)
+        raise
+    except asyncio.TimeoutError:
+        raise TestFailure("%s: timed out instead of being refused" % what)
+    except Exception as e:  # ssl.SSLError, OSError, websockets' InvalidMessage, ...
+        print("%s: refused (%r)" % (what, e))
+        return
+    await ws.close()
+    raise TestFailure("%s was accepted: %r" % (what, ack))
+
+
+async def main(binary):
+    tls = {"certificate": cert("server.pem"), "key": cert("server.enc.key"),
+           "passphrase": "12345", "cafile": cert("ca.pem")}
+    with Node(binary, tls=tls) as node:
+        check(node.url().startswith("wss://"), "the node's URL: %s" % node.url())
+        ctx = client_context("client")
+        recv_ws, _ = await subscribe(node.ws_port, ["/test"], ssl=ctx)
+        send_ws, _ = await subscribe(node.ws_port, [], ssl=ctx)
+        for n in range(1, 11):
+            await send_ws.send(json.dumps({"type": "data-message", "topic": "/test",
+                                           "@data-type": "count", "data": n}))
+        got = [await recv(recv_ws, what="count %d" % n) for n in range(1, 11)]
+        check_eq(got, TEN_COUNTS, "the frames the receiver got (spec §12.3)")
+        await send_ws.close()
+
+        await expect_refused(node.ws_port, "a client without a certificate",
+                             ssl=client_context())
+        await expect_refused(node.ws_port, "a client whose certificate another CA signed",
+                             ssl=client_context("intruder"))
+        await expect_refused(node.ws_port, "a plain ws:// client")
+        for reason in ["peer did not return a certificate", "certificate verify failed"]:
+            node.wait_err(lambda l, r=reason: "TLS handshake with" in l and r in l,
+                          what="the log line for a refused client (%s)" % reason)
+
+        node.proc.terminate()  # SIGTERM
+        await expect_close(recv_ws, 1000, what="the wss:// client at shutdown")
+        status = await asyncio.get_running_loop().run_in_executor(None, node.terminate)
+        check_eq(status, 0, "the node's exit status after SIGTERM")
+
+
+run(main, limit=60)
