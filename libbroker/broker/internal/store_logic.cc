@@ -90,12 +90,16 @@ channel::producer_config producer_settings(const store_settings& st) {
   return cfg;
 }
 
-/// A clone's write channel gives its master three times longer before dropping it as
-/// silent: a drop loses the writes in flight, and a master that went away for good is
-/// detached as soon as the clone attaches to its successor.
+/// A clone's write channel never gives up on its master for silence: dropping it (or
+/// re-attaching) would lose the writes in flight. After an outage of any length the
+/// heartbeats resume and gaps are nacked and retransmitted, so every write arrives exactly
+/// once. A master that went away for good is detached as soon as the clone attaches to its
+/// successor; a clone that went away is forgotten when the master's main channel drops it.
+constexpr uint32_t write_channel_timeout_intervals = 1'000'000;
+
 channel::producer_config write_producer_settings(const store_settings& st) {
   auto cfg = producer_settings(st);
-  cfg.timeout_intervals = st.timeout_intervals * 3;
+  cfg.timeout_intervals = write_channel_timeout_intervals;
   return cfg;
 }
 
@@ -117,14 +121,12 @@ public:
       st_(st),
       be_(std::move(backend)),
       prod_(uid, producer_settings(st), [this] { return snapshot(); },
-            [this](channel::consumer_handle who, channel::producer::drop_reason why) {
-              // A lagging clone re-attaches for a snapshot; its write channel keeps
-              // running, or the writes in flight on it would be lost.
-              if (why == channel::producer::drop_reason::silent)
-                dropped_.push_back(who);
-            }),
+            // A dropped clone re-attaches for a snapshot; its write channel keeps
+            // running, or the writes in flight on it would be lost (see forget_after_).
+            [](channel::consumer_handle, channel::producer::drop_reason) {}),
       mtopic_(master_topic(name_)),
-      ctopic_(clone_topic(name_)) {
+      ctopic_(clone_topic(name_)),
+      forget_after_(st.heartbeat_interval * st.timeout_intervals * 60) {
     if (auto xs = be_->expiries())
       for (auto& [key, at] : *xs)
         timers_.emplace(at, key);
@@ -164,6 +166,7 @@ public:
       if (!clone || !m)
         return;
       auto& w = writer_for(*clone, now);
+      writers_[*clone].last_heard = now;
       send_writer_outputs(*clone, w.handle(*m, now));
     } else if (*tag == "probe") {
       auto other = as_count((*xs)[1]);
@@ -184,11 +187,15 @@ public:
     if (probing_ && now >= probe_deadline_)
       probing_ = false;
     send_outputs(prod_.tick(now));
-    for (auto& [clone, w] : writers_)
-      send_writer_outputs(clone, w->tick(now));
-    for (auto who : dropped_)
-      writers_.erase(who);
-    dropped_.clear();
+    for (auto i = writers_.begin(); i != writers_.end();) {
+      // A clone silent for 60 timeouts is gone (or restarted under a new id).
+      if (now - i->second.last_heard > forget_after_) {
+        i = writers_.erase(i);
+        continue;
+      }
+      send_writer_outputs(i->first, i->second.cons->tick(now));
+      ++i;
+    }
     expire(now);
   }
 
@@ -261,14 +268,14 @@ private:
   channel::consumer& writer_for(uint64_t clone, timestamp now) {
     auto i = writers_.find(clone);
     if (i != writers_.end())
-      return *i->second;
+      return *i->second.cons;
     auto cfg = consumer_settings(st_);
-    cfg.timeout_intervals = st_.timeout_intervals * 3; // As the clone's write producer.
+    cfg.timeout_intervals = write_channel_timeout_intervals; // See there.
     auto w = std::make_unique<channel::consumer>(
       cfg, [](const data&) {},
       [this, clone](const data& op) { apply(op, clock_, clone, nullptr); });
     auto& ref = *w;
-    writers_.emplace(clone, std::move(w));
+    writers_.emplace(clone, writer{std::move(w), now});
     send_writer_outputs(clone, ref.start(now));
     return ref;
   }
@@ -418,8 +425,14 @@ private:
   channel::producer prod_;
   std::string mtopic_;
   std::string ctopic_;
-  std::map<uint64_t, std::unique_ptr<channel::consumer>> writers_;
-  std::vector<channel::consumer_handle> dropped_;
+  /// The consumer side of each clone's write channel.
+  struct writer {
+    std::unique_ptr<channel::consumer> cons;
+    timestamp last_heard;
+  };
+  std::map<uint64_t, writer> writers_;
+  /// How long a silent clone's write channel is kept (writes survive outages up to this).
+  timespan forget_after_;
   std::multimap<timestamp, data> timers_;
   timestamp clock_;
   bool batch_open_ = false;

@@ -240,3 +240,44 @@ TEST_CASE("garbage commands change nothing", "[store_logic]") {
   clone->get("k", [](expected<data> r) { CHECK(r.error_value() == ec::stale_data); });
   CHECK(master->ready());
 }
+
+TEST_CASE("clone writes survive an outage of any length exactly once", "[store_logic]") {
+  bus net{5};
+  node_env env_m{net, 0}, env_c{net, 1};
+  auto master = make_master_logic("o", 1, make_memory_backend(), fast_settings(), env_m);
+  auto clone = make_clone_logic("o", 2, fast_settings(), env_c);
+  net.add(master.get());
+  net.add(clone.get());
+  master->start(net.now);
+  clone->start(net.now);
+  auto run = [&](int steps) {
+    for (int i = 0; i < steps; ++i) {
+      net.now += 10ms;
+      net.step();
+    }
+  };
+  run(100);
+  REQUIRE(clone->ready());
+  // Increments are not idempotent: a lost or a repeated write changes the sum.
+  for (int i = 0; i < 100; ++i)
+    clone->write(make_op_add("ctr", integer{1}, data::type::integer, std::nullopt, "p"),
+                 net.now);
+  run(2);
+  // A partition 40 times longer than the silence timeout (10 x 50 ms), writes continuing.
+  net.loss = 1.0;
+  for (int i = 0; i < 200; ++i) {
+    clone->write(make_op_add("ctr", integer{1}, data::type::integer, std::nullopt, "p"),
+                 net.now);
+    run(10);
+  }
+  net.loss = 0;
+  run(1000);
+  master->get("ctr", [](expected<data> r) {
+    REQUIRE(r);
+    CHECK(*r == data{integer{300}});
+  });
+  clone->get("ctr", [](expected<data> r) {
+    REQUIRE(r);
+    CHECK(*r == data{integer{300}});
+  });
+}
