@@ -245,7 +245,7 @@ std::vector<option_info> make_options_table() {
                             "hops a message may travel before it is no longer forwarded"));
   add(bo::disable_ssl,
       bool_option("broker.disable-ssl", false,
-                  "use plain TCP for peerings instead of TLS (no effect without broker.ssl.* settings)"));
+                  "use plain TCP for peerings and ws:// for WebSocket instead of TLS (no effect without broker.ssl.* settings)"));
   add(bo::port, port_option("broker.port", "BROKER_PORT", 'p',
                             "TCP port that accepts peerings; 0: do not listen"));
   add(bo::io_threads, count_option("broker.io-threads", 1, 1, max_threads,
