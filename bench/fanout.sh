@@ -46,14 +46,20 @@ run_local() {
 
 # A broker-node hub; N receiving processes and one publisher peer with it.
 run_peer() {
-  local n="$2" port pids=() i
-  start_server "$results/hub.$stamp.log" "$build/broker-node/broker-node" \
+  local n="$2" port="" pids=() i hub_log="$results/hub.$stamp.$1.$2.log"
+  rm -f "$hub_log"
+  start_server "$hub_log" "$build/broker-node/broker-node" \
     --listen-address=127.0.0.1 -p 0 --broker.disable-ssl --broker.log-level=warning
   for ((i = 0; i < 100; i++)); do
-    grep -qs '^listening on' "$results/hub.$stamp.log" && break
+    port="$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$hub_log" 2>/dev/null)"
+    [[ -n "$port" ]] && break
     sleep 0.1
   done
-  port="$(sed -n 's/^listening on //p' "$results/hub.$stamp.log")"
+  if [[ -z "$port" ]]; then
+    echo "FAILED rep=$1 command=broker-node N=$n reason=the hub printed no port" | tee -a "$log" >&2
+    stop_server
+    return
+  fi
   for ((i = 0; i < n; i++)); do
     "$bin/broker-fanout-peer" --receive --hub "127.0.0.1:$port" --id "$i" --timeout 120 &
     pids+=($!)

@@ -138,14 +138,19 @@ machine_header() {
 }
 
 # Runs one client command; appends its RESULT (or FAILED) line with the extra fields
-# "$extra" to the log. Usage: run_client CMD...
+# "$extra" to the log. The client runs in the background so that a signal reaches the
+# trap (and cleanup ends the client) at once. Usage: run_client CMD...
 run_client() {
-  local out
-  out="$("$@" --seconds "$secs" --latency-seconds "$lat_secs" 2>>"$results/client.$stamp.err")" || true
-  if grep -q '^RESULT ' <<<"$out"; then
-    echo "$(grep '^RESULT ' <<<"$out") $extra" >>"$log"
+  local out="$results/client.$stamp.out" pid line
+  "$@" --seconds "$secs" --latency-seconds "$lat_secs" >"$out" 2>>"$results/client.$stamp.err" &
+  pid=$!
+  started+=("$pid")
+  wait "$pid" || true
+  forget "$pid"
+  if line="$(grep -m1 '^RESULT ' "$out")"; then
+    echo "$line $extra" >>"$log"
   else
-    echo "FAILED $extra command=${1##*/} $(grep '^FAILED ' <<<"$out" | cut -d' ' -f2- | head -1)" \
+    echo "FAILED $extra command=${1##*/} $(grep -m1 '^FAILED ' "$out" | cut -d' ' -f2-)" \
       | tee -a "$log" >&2
   fi
 }
