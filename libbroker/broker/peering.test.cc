@@ -32,10 +32,13 @@ bool has_prefix(const filter_type& xs, const std::string& prefix) {
 
 /// Peers `a` with `b` (a dials b) and waits until both see the peering.
 void connect(endpoint& a, endpoint& b) {
+  // Wait for this peering on both sides, not for any peering (a may already have one).
+  auto na = a.peers().size();
+  auto nb = b.peers().size();
   auto port = b.listen("127.0.0.1", 0);
   REQUIRE(port);
   REQUIRE(a.peer("127.0.0.1", *port, 0s));
-  REQUIRE(eventually([&] { return b.peers().size() >= 1 && a.peers().size() >= 1; }));
+  REQUIRE(eventually([&] { return b.peers().size() > nb && a.peers().size() > na; }));
 }
 
 std::vector<int> drain_ints(subscriber& sub, size_t n) {
