@@ -51,7 +51,7 @@ run_peer() {
   start_server "$hub_log" "$build/broker-node/broker-node" \
     --listen-address=127.0.0.1 -p 0 --broker.disable-ssl --broker.log-level=warning
   for ((i = 0; i < 100; i++)); do
-    port="$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$hub_log" 2>/dev/null)"
+    port="$(sed -n 's/^listening on \([0-9][0-9]*\)$/\1/p' "$hub_log" 2>/dev/null || true)" # no file yet: no port yet
     [[ -n "$port" ]] && break
     sleep 0.1
   done
