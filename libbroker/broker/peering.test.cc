@@ -1,6 +1,7 @@
 // Peering between endpoints in one process, over real loopback TCP.
 
 #include "broker/endpoint.hh"
+#include "broker/endpoint.test.hh"
 
 #include <catch2/catch.hpp>
 
@@ -9,36 +10,16 @@
 
 using namespace broker;
 using namespace std::chrono_literals;
+using broker::test::connect;
+using broker::test::eventually;
 
 namespace {
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 15s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 bool has_prefix(const filter_type& xs, const std::string& prefix) {
   for (auto& x : xs)
     if (x.string() == prefix)
       return true;
   return false;
-}
-
-/// Peers `a` with `b` (a dials b) and waits until both see the peering.
-void connect(endpoint& a, endpoint& b) {
-  // Wait for this peering on both sides, not for any peering (a may already have one).
-  auto na = a.peers().size();
-  auto nb = b.peers().size();
-  auto port = b.listen("127.0.0.1", 0);
-  REQUIRE(port);
-  REQUIRE(a.peer("127.0.0.1", *port, 0s));
-  REQUIRE(eventually([&] { return b.peers().size() > nb && a.peers().size() > na; }));
 }
 
 std::vector<int> drain_ints(subscriber& sub, size_t n) {

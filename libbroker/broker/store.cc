@@ -37,7 +37,6 @@ public:
   }
 
 private:
-  std::mutex mtx_;
   store_reply fn_;
 };
 
@@ -45,11 +44,6 @@ private:
 store_reply once(store_reply fn) {
   auto guard = std::make_shared<reply_once>(std::move(fn));
   return [guard](expected<data> x) { (*guard)(std::move(x)); };
-}
-
-/// The initial type of a missing key for increment().
-data::type init_type_of(const data& amount) {
-  return amount.get_type();
 }
 
 } // namespace
@@ -139,7 +133,7 @@ expected<bool> store::put_unique(data key, data value, std::optional<timespan> e
                        publisher](store_logic& logic, timestamp now,
                                   store_reply reply) mutable {
     logic.put_unique(std::move(key), std::move(value), expiry, publisher, now,
-                     once(std::move(reply)));
+                     std::move(reply));
   }, wait);
   if (!x)
     return x.error_value();
@@ -163,7 +157,7 @@ error store::clear() {
 error store::increment(data key, data amount, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  auto init = init_type_of(amount);
+  auto init = amount.get_type(); // A missing key starts at zero of the amount's type.
   return write(internal::make_op_add(std::move(key), std::move(amount), init, expiry,
                                      fe_->publisher()));
 }

@@ -2,6 +2,7 @@
 // endpoints (real loopback TCP), expiry, store events, the async proxy and SQLite restarts.
 
 #include "broker/endpoint.hh"
+#include "broker/endpoint.test.hh"
 #include "broker/store.hh"
 
 #include <catch2/catch.hpp>
@@ -16,19 +17,10 @@
 
 using namespace broker;
 using namespace std::chrono_literals;
+using broker::test::connect;
+using broker::test::eventually;
 
 namespace {
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 15s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 /// Fast timers so that tests of loss and timeouts stay short.
 configuration fast_config() {
@@ -38,15 +30,6 @@ configuration fast_config() {
   REQUIRE(!cfg.set_count("broker.store.tick-interval", 10));
   REQUIRE(!cfg.set_count("broker.store.master-probe-timeout", 100));
   return cfg;
-}
-
-void connect(endpoint& a, endpoint& b) {
-  auto na = a.peers().size();
-  auto nb = b.peers().size();
-  auto port = b.listen("127.0.0.1", 0);
-  REQUIRE(port);
-  REQUIRE(a.peer("127.0.0.1", *port, 0s));
-  REQUIRE(eventually([&] { return b.peers().size() > nb && a.peers().size() > na; }));
 }
 
 /// True once `st` answers `key` with `expected`.
