@@ -4,7 +4,7 @@
 The node's id is random, so frames that carry it are compared with the id substituted once
 it is known (from the first frame that carries it); every other byte is compared exactly.
 Our node's filter holds the extension marker "<$>/ext/origin-v1" besides its topics
-(libbroker/broker/internal/wire.hh); Broker ignores that entry.
+(libbroker/broker/internal/peering/wire.hh); Broker ignores that entry.
 
 Usage: node_interop.py <path to broker-node>
 """

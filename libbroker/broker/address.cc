@@ -1,6 +1,6 @@
 #include "broker/address.hh"
 
-#include "broker/internal/hex.hh"
+#include "broker/internal/codec/hex.hh"
 
 #include <cstddef>
 

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <utility>
 
-#include "broker/internal/config_file.hh"
-#include "broker/internal/options_table.hh"
+#include "broker/internal/config/config_file.hh"
+#include "broker/internal/config/options_table.hh"
 
 namespace broker {
 

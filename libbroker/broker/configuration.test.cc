@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "broker/internal/config_file.hh"
+#include "broker/internal/config/config_file.hh"
 
 using namespace broker;
 

@@ -1,6 +1,6 @@
 #include "broker/data.hh"
 
-#include "broker/internal/hex.hh"
+#include "broker/internal/codec/hex.hh"
 
 #include <charconv>
 #include <cmath>

@@ -1,12 +1,12 @@
 #include "broker/endpoint.hh"
 
 #include "broker/internal/endpoint_context.hh"
-#include "broker/internal/logger.hh"
+#include "broker/internal/config/logger.hh"
 
 #include <future>
 #include <thread>
-#include "broker/internal/local_queue.hh"
-#include "broker/internal/source_inbox.hh"
+#include "broker/internal/core/local_queue.hh"
+#include "broker/internal/core/source_inbox.hh"
 
 namespace broker {
 

@@ -2,7 +2,7 @@
 
 #include "broker/endpoint.hh"
 
-#include "broker/internal/bin.hh"
+#include "broker/internal/codec/bin.hh"
 
 #include <catch2/catch.hpp>
 

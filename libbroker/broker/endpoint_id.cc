@@ -1,6 +1,6 @@
 #include "broker/endpoint_id.hh"
 
-#include "broker/internal/hex.hh"
+#include "broker/internal/codec/hex.hh"
 
 #include <cstddef>
 #include <random>

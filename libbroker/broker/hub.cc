@@ -1,7 +1,7 @@
 #include "broker/hub.hh"
 
 #include "broker/internal/endpoint_context.hh"
-#include "broker/internal/source_inbox.hh"
+#include "broker/internal/core/source_inbox.hh"
 
 namespace broker {
 

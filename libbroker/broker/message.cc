@@ -1,7 +1,7 @@
 #include "broker/message.hh"
 
-#include "broker/internal/bin.hh"
-#include "broker/internal/json.hh"
+#include "broker/internal/codec/bin.hh"
+#include "broker/internal/codec/json.hh"
 
 namespace broker {
 

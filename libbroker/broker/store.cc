@@ -1,6 +1,6 @@
 #include "broker/store.hh"
 
-#include "broker/internal/store_actor.hh"
+#include "broker/internal/store/store_actor.hh"
 
 #include <condition_variable>
 #include <deque>

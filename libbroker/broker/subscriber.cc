@@ -1,7 +1,7 @@
 #include "broker/subscriber.hh"
 
 #include "broker/internal/endpoint_context.hh"
-#include "broker/internal/local_queue.hh"
+#include "broker/internal/core/local_queue.hh"
 
 #include <algorithm>
 #include <limits>

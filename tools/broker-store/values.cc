@@ -1,6 +1,6 @@
 #include "values.hh"
 
-#include <broker/internal/json.hh>
+#include <broker/internal/codec/json.hh>
 
 #include <nlohmann/json.hpp>
 

@@ -12,7 +12,7 @@
 // Writing (to_json): Broker's typed form as the WebSocket API spells it, so every type
 // survives a round trip.
 //
-// The typed form goes through the WebSocket API's codec (broker/internal/json.hh, exported
+// The typed form goes through the WebSocket API's codec (broker/internal/codec/json.hh, exported
 // by the shared library): one codec per format, so the tool accepts and prints exactly
 // what WebSocket clients do.
 

@@ -8,10 +8,10 @@
 
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
-#include "broker/internal/core_runtime.hh"
-#include "broker/internal/http_server.hh"
-#include "broker/internal/peering.hh"
-#include "broker/internal/store_actor.hh"
+#include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/web/server.hh"
+#include "broker/internal/peering/peer_manager.hh"
+#include "broker/internal/store/store_actor.hh"
 
 #include <algorithm>
 #include <atomic>

@@ -1,0 +1,565 @@
+#include "broker/internal/core/core.hh"
+
+#include "broker/internal/peering/wire.hh"
+
+#include "broker/error.hh"
+#include "broker/status.hh"
+
+#include <algorithm>
+
+namespace broker::internal {
+
+core_state::core_state(core_options opts)
+  : opts_(std::move(opts)), index_(opts_.topic_cache_size) {
+}
+
+core_state::~core_state() {
+  shutdown();
+}
+
+handler* core_state::find(uint64_t id) {
+  auto i = handlers_.find(id);
+  return i != handlers_.end() ? i->second.get() : nullptr;
+}
+
+// -- handlers -------------------------------------------------------------------
+
+void core_state::add_handler(std::unique_ptr<handler> h, filter_type filter) {
+  auto id = h->id();
+  handlers_.emplace(id, std::move(h));
+  subscribe(id, filter);
+}
+
+void core_state::remove_handler(uint64_t id) {
+  auto i = handlers_.find(id);
+  if (i == handlers_.end())
+    return;
+  auto& h = *i->second;
+  // Anything staged was flushed at the end of the last batch; settle() guarantees it.
+  index_.unsubscribe(&h, h.filter());
+  if (h.kind() != handler_kind::peer) {
+    local_filter_remove(h.filter());
+    announce_needed_ = true; // Peers stop sending what nobody here wants any more.
+  }
+  h.close();
+  dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), &h), dirty_.end());
+  peers_.erase(id);
+  clients_.erase(id);
+  handlers_.erase(i);
+  // A source may have been parked on this handler.
+  resume_needed_ = true;
+  settle();
+}
+
+void core_state::subscribe(uint64_t id, const filter_type& prefixes) {
+  auto* h = find(id);
+  if (h == nullptr || prefixes.empty())
+    return;
+  index_.subscribe(h, prefixes);
+  auto& f = h->filter();
+  filter_type added;
+  for (auto& p : prefixes)
+    if (std::find(f.begin(), f.end(), p) == f.end()) {
+      f.push_back(p);
+      added.push_back(p);
+    }
+  if (h->kind() != handler_kind::peer)
+    local_filter_add(added);
+  announce_needed_ = true;
+}
+
+void core_state::unsubscribe(uint64_t id, const filter_type& prefixes) {
+  auto* h = find(id);
+  if (h == nullptr || prefixes.empty())
+    return;
+  index_.unsubscribe(h, prefixes);
+  auto& f = h->filter();
+  filter_type removed;
+  for (auto& p : prefixes)
+    if (auto j = std::find(f.begin(), f.end(), p); j != f.end()) {
+      removed.push_back(p);
+      f.erase(j);
+    }
+  if (h->kind() != handler_kind::peer)
+    local_filter_remove(removed);
+  announce_needed_ = true;
+}
+
+void core_state::local_filter_add(const filter_type& xs) {
+  for (auto& x : xs)
+    if (!x.is_reserved())
+      ++local_prefixes_[x.string()];
+}
+
+void core_state::local_filter_remove(const filter_type& xs) {
+  for (auto& x : xs) {
+    auto i = local_prefixes_.find(x.string());
+    if (i != local_prefixes_.end() && --i->second == 0)
+      local_prefixes_.erase(i);
+  }
+}
+
+filter_type core_state::filter() const {
+  filter_type result;
+  for (auto& [prefix, refs] : local_prefixes_)
+    result.emplace_back(prefix);
+  minimize(result);
+  return result;
+}
+
+// -- peers ----------------------------------------------------------------------
+
+void core_state::add_peer(peer_attachment att) {
+  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
+  h->announced() = std::move(att.handshake_filter);
+  h->network() = network_info{att.address, att.port, 0};
+  peers_[att.id] = h.get();
+  add_handler(std::move(h), att.filter);
+  add_source(att.inbox);
+  sources_[att.id].remote = true;
+  endpoint_info ctx{att.remote, network_info{att.address, att.port, 0}};
+  emit_status(status{sc::endpoint_discovered, ctx, "found a new peer in the network"});
+  emit_status(status{sc::peer_added, ctx, "handshake successful"});
+  announce_needed_ = true;
+}
+
+void core_state::remove_peer(uint64_t id, peer_end why, std::string reason) {
+  auto i = peers_.find(id);
+  if (i == peers_.end())
+    return;
+  endpoint_info ctx{i->second->remote(), i->second->network()};
+  remove_source(id);
+  remove_handler(id);
+  if (why == peer_end::lost)
+    emit_status(status{sc::peer_lost, ctx, "lost connection to remote peer: " + reason});
+  else
+    emit_status(status{sc::peer_removed, ctx, "removed connection to remote peer: " + reason});
+  emit_status(status{sc::endpoint_unreachable, ctx, "lost the last path"});
+  announce_needed_ = true;
+  settle();
+}
+
+void core_state::update_peer_filter(uint64_t id, filter_type filter) {
+  auto i = peers_.find(id);
+  if (i == peers_.end())
+    return;
+  auto old = i->second->filter();
+  unsubscribe(id, old);
+  subscribe(id, filter);
+}
+
+void core_state::add_client(client_attachment att) {
+  auto h = std::make_unique<client_handler>(att.id, att.client, att.queue);
+  clients_[att.id] = h.get();
+  add_handler(std::move(h), att.filter);
+  add_source(att.inbox);
+  sources_[att.id].client = true;
+  endpoint_info ctx{att.client, network_info{att.address, att.port, 0}};
+  emit_status(status{sc::endpoint_discovered, ctx, "found a new WebSocket client"});
+  emit_status(status{sc::peer_added, ctx, "handshake successful"});
+}
+
+void core_state::remove_client(uint64_t id, peer_end why, std::string reason) {
+  auto i = clients_.find(id);
+  if (i == clients_.end())
+    return;
+  endpoint_info ctx{i->second->client(), std::nullopt};
+  remove_source(id);
+  remove_handler(id);
+  if (why == peer_end::lost)
+    emit_status(status{sc::peer_lost, ctx, "lost WebSocket client: " + reason});
+  else
+    emit_status(status{sc::peer_removed, ctx, "removed WebSocket client: " + reason});
+  emit_status(status{sc::endpoint_unreachable, ctx, "lost the last path"});
+  settle();
+}
+
+std::vector<std::pair<endpoint_id, filter_type>> core_state::peer_filters() const {
+  std::vector<std::pair<endpoint_id, filter_type>> result;
+  for (auto& [id, h] : peers_) {
+    auto f = h->filter();
+    std::sort(f.begin(), f.end());
+    result.emplace_back(h->remote(), std::move(f));
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+filter_type core_state::announcement_for(uint64_t id) const {
+  // Split horizon: a peer hears our local subscriptions plus, when we forward, what our
+  // other peers want; never its own wishes echoed back.
+  auto result = filter();
+  if (!opts_.disable_forwarding)
+    for (auto& [other, h] : peers_)
+      if (other != id)
+        for (auto& p : h->filter())
+          if (!p.is_reserved())
+            result.push_back(p);
+  minimize(result);
+  return wire::with_extension(std::move(result));
+}
+
+void core_state::announce() {
+  for (auto& [id, h] : peers_) {
+    auto f = announcement_for(id);
+    if (f != h->announced()) {
+      h->announced() = f;
+      h->queue()->announce(std::move(f));
+    }
+  }
+  if (on_filter_change_)
+    on_filter_change_(announcement_for(0));
+}
+
+bool core_state::first_sighting(const route_info& route) {
+  constexpr uint64_t window = 4096; // Sequence numbers remembered per origin.
+  constexpr uint64_t word_bits = 64;
+  if (route.origin.is_nil())
+    return true; // A Broker peer: only TTL protects against loops.
+  if (route.origin == opts_.id)
+    return false; // Our own message came back around a cycle.
+  auto& w = seen_[route.origin];
+  if (w.bits.empty())
+    w.bits.resize(window / word_bits);
+  auto bit = [&](uint64_t offset) -> std::pair<uint64_t&, uint64_t> {
+    auto slot = (route.sequence - offset) % window; // Position in a ring of bits.
+    return {w.bits[slot / word_bits], uint64_t{1} << (slot % word_bits)};
+  };
+  if (route.sequence > w.highest) {
+    // Clear the bits of the sequence numbers we skip over.
+    auto gap = std::min(route.sequence - w.highest, window);
+    for (uint64_t k = 0; k < gap; ++k) {
+      auto [word, mask] = bit(k);
+      word &= ~mask;
+    }
+    w.highest = route.sequence;
+  } else if (w.highest - route.sequence >= window) {
+    return false; // Too old to tell: treat as a duplicate rather than risk a loop.
+  }
+  auto [word, mask] = bit(0);
+  if (word & mask)
+    return false;
+  word |= mask;
+  return true;
+}
+
+// -- sources --------------------------------------------------------------------
+
+void core_state::add_source(std::shared_ptr<source_inbox> inbox) {
+  auto id = inbox->id();
+  source_state st;
+  st.inbox = std::move(inbox);
+  sources_.emplace(id, std::move(st));
+}
+
+void core_state::remove_source(uint64_t id) {
+  auto i = sources_.find(id);
+  if (i == sources_.end())
+    return;
+  i->second.removing = true;
+  if (!i->second.parked)
+    process(id);
+  settle();
+}
+
+void core_state::on_wake(uint64_t id) {
+  auto i = sources_.find(id);
+  if (i == sources_.end())
+    return;
+  if (i->second.parked) {
+    i->second.wake_pending = true;
+    return;
+  }
+  process(id);
+  settle();
+}
+
+void core_state::on_room(uint64_t) {
+  resume_needed_ = true;
+  settle();
+}
+
+void core_state::process(uint64_t id) {
+  auto i = sources_.find(id);
+  if (i == sources_.end())
+    return;
+  auto& src = i->second;
+  for (;;) {
+    if (src.batch.empty() && src.inbox->take(src.batch) == 0)
+      break;
+    while (src.pos < src.batch.size()) {
+      auto& msg = src.batch[src.pos];
+      if (src.remote && src.pos >= src.checked) {
+        src.checked = src.pos + 1; // Check each message once, also across a park.
+        if (!first_sighting(msg.impl().route())) {
+          ++counters_.duplicates;
+          ++src.pos;
+          continue;
+        }
+      }
+      if (!src.remote) {
+        // Route a run of same-topic, same-kind messages handler-major: one lookup, one room check
+        // and one reference-count add per message for the whole fan-out.
+        auto end = src.pos + 1;
+        while (end < src.batch.size() && src.batch[end].topic() == msg.topic()
+               && src.batch[end].kind() == msg.kind())
+          ++end;
+        if (end - src.pos > 1 && route_run(&msg, end - src.pos, src, id)) {
+          src.pos = end;
+          continue;
+        }
+      }
+      if (!route(msg, &src, id, true)) {
+        src.parked = true;
+        parked_.push_back(id);
+        ++counters_.suspensions;
+        break;
+      }
+      ++src.pos;
+    }
+    // Deliver before releasing credit, so a publisher never runs ahead of its sinks.
+    flush_all();
+    src.inbox->release(src.pos - src.released);
+    src.released = src.pos;
+    if (src.parked)
+      return;
+    src.batch.clear();
+    src.pos = 0;
+    src.released = 0;
+    src.checked = 0;
+    if (!src.wake_pending && !src.removing)
+      break;
+    src.wake_pending = false;
+  }
+  if (src.removing)
+    sources_.erase(i);
+}
+
+void core_state::resume_parked() {
+  auto ids = std::move(parked_);
+  parked_.clear();
+  for (auto id : ids) {
+    auto i = sources_.find(id);
+    if (i == sources_.end())
+      continue;
+    i->second.parked = false;
+    process(id);
+  }
+}
+
+// -- routing --------------------------------------------------------------------
+
+bool core_state::route(const data_message& msg, const source_state* src,
+                       uint64_t source_id, bool may_park) {
+  bool remote = src != nullptr && src->remote;
+  ++counters_.processed;
+  const auto& targets = index_.lookup(msg.topic());
+  if (targets.empty()) {
+    ++counters_.unrouted;
+    return true;
+  }
+  // What peers get: our own messages start a new route; relayed ones keep their origin.
+  route_info out;
+  bool may_forward = true;
+  if (remote) {
+    const auto& in = msg.impl().route();
+    out = route_info{in.origin, in.sequence, static_cast<uint8_t>(in.hops + 1),
+                     static_cast<uint16_t>(in.ttl > 0 ? in.ttl - 1 : 0)};
+    if (in.origin.is_nil()) {
+      // Entering our overlay from a peer without origin-v1 (Broker): we become the origin,
+      // so copies circulating among our nodes are recognized.
+      out.origin = opts_.id;
+      out.sequence = ++next_sequence_;
+    }
+    // A message whose TTL is used up is still delivered here, just not relayed.
+    may_forward = !opts_.disable_forwarding && out.ttl > 0;
+  } else if (src != nullptr) {
+    out = route_info{opts_.id, ++next_sequence_, 0, opts_.ttl};
+    // WebSocket clients count as non-local: a leaf node does not forward their messages.
+    may_forward = !(src->client && opts_.disable_forwarding);
+  } else {
+    may_forward = false; // Core events are local by definition.
+  }
+  // "<$>" topics (store events, statuses) never leave the node, even to a peer whose
+  // filter is the empty prefix.
+  if (may_forward && is_reserved_topic(msg.topic()))
+    may_forward = false;
+  if (may_park) {
+    for (auto* t : targets) {
+      auto* h = static_cast<handler*>(t);
+      if (!must_wait(*h, msg.kind()) || h->id() == source_id || h->closed()
+          || !h->accepts(msg.kind()) || h->has_room())
+        continue;
+      // Make the sink's view exact, then ask it to tell us when it drains. The flush
+      // cannot change the index (removals wait for settle()), so `targets` stays valid.
+      flush_all();
+      if (!h->request_wakeup(1)) {
+        --counters_.processed; // Counted again when the source resumes.
+        return false;
+      }
+    }
+  }
+  for (auto* t : targets) {
+    auto* h = static_cast<handler*>(t);
+    if (h->kind() == handler_kind::peer) {
+      auto* p = static_cast<peer_handler*>(h);
+      if (!may_forward || p->remote() == out.origin)
+        continue;
+    }
+    bool was_clean = !h->has_staged();
+    switch (h->offer(msg, source_id, out)) {
+      case offer_result::ok:
+        if (was_clean)
+          dirty_.push_back(h);
+        break;
+      case offer_result::overflow:
+        // Only core events get here (may_park == false): they never wait.
+        ++counters_.kinds[static_cast<size_t>(h->kind())]
+            .dropped[static_cast<size_t>(overflow_policy::drop_newest)];
+        break;
+      case offer_result::skipped:
+      case offer_result::closed:
+        break;
+    }
+  }
+  return true;
+}
+
+bool core_state::route_run(const data_message* xs, size_t k, const source_state& src,
+                           uint64_t source_id) {
+  const auto& targets = index_.lookup(xs[0].topic());
+  if (targets.empty()) {
+    counters_.processed += k;
+    counters_.unrouted += k;
+    return true;
+  }
+  for (auto* t : targets) {
+    auto* h = static_cast<handler*>(t);
+    if (must_wait(*h, xs[0].kind()) && h->id() != source_id && !h->closed()
+        && h->accepts(xs[0].kind()) && !h->has_room(k))
+      return false; // The per-message path parks exactly at the first message that waits.
+  }
+  counters_.processed += k;
+  run_routes_.clear();
+  for (size_t i = 0; i < k; ++i)
+    run_routes_.push_back(route_info{opts_.id, ++next_sequence_, 0, opts_.ttl});
+  bool may_forward = !(src.client && opts_.disable_forwarding)
+                     && !is_reserved_topic(xs[0].topic());
+  auto n = targets.size();
+  for (size_t i = 0; i < k; ++i)
+    xs[i].impl().ref(n);
+  size_t unused = 0;
+  for (auto* t : targets) {
+    auto* h = static_cast<handler*>(t);
+    if (h->kind() == handler_kind::peer && !may_forward) {
+      ++unused;
+      continue;
+    }
+    bool was_clean = !h->has_staged();
+    if (h->offer_run(xs, k, source_id, run_routes_.data())) {
+      if (was_clean)
+        dirty_.push_back(h);
+    } else {
+      ++unused;
+    }
+  }
+  if (unused > 0)
+    for (size_t i = 0; i < k; ++i)
+      xs[i].impl().deref(unused);
+  return true;
+}
+
+void core_state::flush_all() {
+  for (auto* h : dirty_) {
+    auto res = h->flush();
+    auto& k = counters_.kinds[static_cast<size_t>(h->kind())];
+    k.delivered += res.accepted;
+    k.dropped[static_cast<size_t>(h->policy())] += res.dropped;
+    if (res.disconnected) {
+      ++k.disconnects;
+      removals_.push_back(h->id());
+      emit_error(error{ec::backpressure_overflow,
+                       std::string{to_string(h->kind())} + " " + std::to_string(h->id())
+                         + " exceeded its queue of " + std::to_string(h->capacity())
+                         + " messages; disconnected"});
+    }
+  }
+  dirty_.clear();
+}
+
+void core_state::settle() {
+  if (settling_)
+    return;
+  settling_ = true;
+  for (;;) {
+    flush_all();
+    if (!removals_.empty()) {
+      auto ids = std::move(removals_);
+      removals_.clear();
+      for (auto id : ids) {
+        if (auto i = peers_.find(id); i != peers_.end()) {
+          remove_peer(id, peer_end::removed, "send buffer overflow");
+          continue;
+        }
+        if (auto i = clients_.find(id); i != clients_.end()) {
+          remove_client(id, peer_end::removed, "output queue overflow");
+          continue;
+        }
+        remove_handler(id);
+      }
+      continue;
+    }
+    if (!events_.empty()) {
+      auto msg = std::move(events_.front());
+      events_.pop_front();
+      route(msg, nullptr, core_source_id, false);
+      continue;
+    }
+    if (resume_needed_) {
+      resume_needed_ = false;
+      resume_parked();
+      continue;
+    }
+    if (announce_needed_) {
+      announce_needed_ = false;
+      announce();
+      continue;
+    }
+    break;
+  }
+  settling_ = false;
+}
+
+void core_state::publish_local(std::string topic, data value) {
+  events_.emplace_back(data_message{std::move(topic), std::move(value)});
+}
+
+void core_state::emit_error(const error& err) {
+  publish_local(std::string{topic::errors}, to_data(err));
+}
+
+void core_state::emit_status(const status& st) {
+  publish_local(std::string{topic::statuses}, to_data(st));
+}
+
+// -- introspection and shutdown -------------------------------------------------
+
+endpoint_metrics core_state::metrics() const {
+  auto result = counters_;
+  for (auto& [id, h] : handlers_) {
+    auto& k = result.kinds[static_cast<size_t>(h->kind())];
+    ++k.handlers;
+    k.buffered += h->buffered();
+  }
+  result.suspended_sources = parked_.size();
+  return result;
+}
+
+void core_state::shutdown() {
+  for (auto& [id, h] : handlers_)
+    h->close();
+  for (auto& [id, src] : sources_)
+    src.inbox->close();
+}
+
+} // namespace broker::internal

@@ -1,0 +1,260 @@
+#pragma once
+
+// handler: one output sink in the core's index (DESIGN §4).
+//
+// Ownership: the core owns every handler; only the core thread calls these members. The
+// sink behind a handler (a local queue, later a socket's send queue) is shared with the
+// thread that drains it.
+//
+// Flow per batch of input messages:
+//   1. The core looks the topic up once and, for each matching handler that is not the
+//      message's own source, checks has_room() if the policy is `block`.
+//   2. offer() stages the message: no lock, one reference-count increment.
+//   3. After the batch, flush() hands everything staged to the sink under one lock, where
+//      the drop policies apply, and reports what was accepted, dropped or disconnected.
+
+#include "broker/internal/core/local_queue.hh"
+#include "broker/internal/core/send_queue.hh"
+#include "broker/internal/core/topic_index.hh"
+#include "broker/metrics.hh"
+#include "broker/status.hh"
+#include "broker/topic.hh"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace broker::internal {
+
+/// What offer() did with a message.
+enum class offer_result : uint8_t {
+  ok,       ///< Staged for the next flush.
+  skipped,  ///< Not for this handler (its own message).
+  overflow, ///< A `block` handler without room: the source must wait.
+  closed,   ///< The handler no longer accepts messages.
+};
+
+/// Base class of all output handlers.
+class handler : public index_target {
+public:
+  handler(uint64_t id, handler_kind kind, overflow_policy policy, size_t capacity)
+    : id_(id), kind_(kind), policy_(policy), capacity_(capacity == 0 ? 1 : capacity) {}
+
+  uint64_t id() const noexcept { return id_; }
+  handler_kind kind() const noexcept { return kind_; }
+  overflow_policy policy() const noexcept { return policy_; }
+  size_t capacity() const noexcept { return capacity_; }
+
+  /// The prefixes this handler is subscribed to (kept by the core).
+  filter_type& filter() noexcept { return filter_; }
+
+  /// Messages waiting in the sink, not counting staged ones.
+  virtual size_t buffered() const noexcept = 0;
+
+  /// True if `n` more messages fit, counting staged ones.
+  bool has_room(size_t n = 1) const noexcept {
+    return buffered() + staged_.size() + n <= capacity_;
+  }
+
+  /// Stages `msg` from source `source_id` (see the file comment). `route` is what a network
+  /// handler puts on the wire (origin, sequence, hops, ttl); local handlers ignore it.
+  offer_result offer(const data_message& msg, uint64_t source_id, const route_info& route) {
+    if (source_id == id_ || !accepts(msg.kind()))
+      return offer_result::skipped;
+    if (closed_)
+      return offer_result::closed;
+    if (policy_ == overflow_policy::block && !has_room())
+      return offer_result::overflow;
+    staged_.push_back(msg);
+    if (wants_route_)
+      staged_routes_.push_back(route);
+    return offer_result::ok;
+  }
+
+  /// Stages a run of `k` messages whose references the caller already took (one each).
+  /// `routes` (k entries) is what a network handler puts on the wire. Returns false, and
+  /// stages nothing, if the messages are the handler's own or the handler is closed; the
+  /// caller then returns the references. Pre: a `block` handler has room for all k.
+  bool offer_run(const data_message* xs, size_t k, uint64_t source_id,
+                 const route_info* routes) {
+    if (source_id == id_ || closed_ || !accepts(xs[0].kind()))
+      return false;
+    for (size_t i = 0; i < k; ++i)
+      staged_.push_back(data_message::adopt(xs[i].impl()));
+    if (wants_route_)
+      staged_routes_.insert(staged_routes_.end(), routes, routes + k);
+    return true;
+  }
+
+  bool has_staged() const noexcept { return !staged_.empty(); }
+
+  /// True if messages of kind `x` are for this handler: data for applications and
+  /// WebSocket clients, commands for stores, both for peers.
+  bool accepts(message_kind x) const noexcept {
+    return (accepted_kinds_ & kind_bit(x)) != 0;
+  }
+
+  /// Moves the staged messages into the sink.
+  push_result flush() {
+    auto result = do_flush(staged_, staged_routes_);
+    staged_.clear();
+    staged_routes_.clear();
+    if (result.disconnected)
+      closed_ = true;
+    return result;
+  }
+
+  /// For `block`: asks the sink to report when it has room for `n` more. Returns true if
+  /// it already has room (no report will follow).
+  virtual bool request_wakeup(size_t n) = 0;
+
+  /// Stops accepting messages; the consumer sees the end of the stream.
+  virtual void close() {
+    closed_ = true;
+  }
+
+  bool closed() const noexcept { return closed_; }
+
+protected:
+  /// Moves `xs` into the sink. `routes` is parallel to `xs` if wants_route() else empty.
+  virtual push_result do_flush(std::vector<data_message>& xs,
+                               std::vector<route_info>& routes) = 0;
+
+  /// Network handlers set this to receive route_info with every staged message.
+  void wants_route(bool value) noexcept { wants_route_ = value; }
+
+  static constexpr uint8_t kind_bit(message_kind x) noexcept {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(x));
+  }
+
+  /// A bit set of kind_bit() values; data only unless a subclass says otherwise.
+  void accepted_kinds(uint8_t bits) noexcept { accepted_kinds_ = bits; }
+
+private:
+  uint64_t id_;
+  handler_kind kind_;
+  overflow_policy policy_;
+  size_t capacity_;
+  bool closed_ = false;
+  bool wants_route_ = false;
+  uint8_t accepted_kinds_ = kind_bit(message_kind::data);
+  filter_type filter_;
+  std::vector<data_message> staged_;
+  std::vector<route_info> staged_routes_;
+};
+
+/// A handler whose sink is a local_queue (subscribers and hubs).
+class local_handler : public handler {
+public:
+  local_handler(uint64_t id, handler_kind kind, std::shared_ptr<local_queue> queue)
+    : handler(id, kind, queue->policy(), queue->capacity()), queue_(std::move(queue)) {}
+
+  size_t buffered() const noexcept override { return queue_->size(); }
+
+  const std::shared_ptr<local_queue>& queue() const noexcept { return queue_; }
+
+  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
+
+  void close() override {
+    handler::close();
+    queue_->close();
+  }
+
+protected:
+  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>&) override {
+    return queue_->push(xs);
+  }
+
+private:
+  std::shared_ptr<local_queue> queue_;
+};
+
+} // namespace broker::internal
+
+namespace broker::internal {
+
+/// A handler whose sink is the send queue of a peering connection.
+class peer_handler : public handler {
+public:
+  peer_handler(uint64_t id, endpoint_id remote, bool extension,
+               std::shared_ptr<send_queue> queue)
+    : handler(id, handler_kind::peer, queue->policy(), queue->capacity()),
+      remote_(remote),
+      extension_(extension),
+      queue_(std::move(queue)) {
+    wants_route(true);
+    accepted_kinds(kind_bit(message_kind::data) | kind_bit(message_kind::command));
+  }
+
+  /// The peer's endpoint id.
+  const endpoint_id& remote() const noexcept { return remote_; }
+
+  /// True if the peer speaks our origin-v1 extension.
+  bool extension() const noexcept { return extension_; }
+
+  size_t buffered() const noexcept override { return queue_->size(); }
+
+  /// Only store commands wait for a peer (core_state::must_wait).
+  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
+
+  void close() override {
+    handler::close();
+    queue_->close();
+  }
+
+  const std::shared_ptr<send_queue>& queue() const noexcept { return queue_; }
+
+  /// The filter we last announced to this peer (to send routing updates only on change).
+  filter_type& announced() noexcept { return announced_; }
+
+  /// Where the peer is, for status events.
+  network_info& network() noexcept { return network_; }
+
+protected:
+  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
+    return queue_->push(xs, routes);
+  }
+
+private:
+  endpoint_id remote_;
+  bool extension_;
+  std::shared_ptr<send_queue> queue_;
+  filter_type announced_;
+  network_info network_;
+};
+
+} // namespace broker::internal
+
+namespace broker::internal {
+
+/// A handler whose sink is the send queue of a WebSocket client.
+class client_handler : public handler {
+public:
+  client_handler(uint64_t id, endpoint_id client, std::shared_ptr<send_queue> queue)
+    : handler(id, handler_kind::web_socket, queue->policy(), queue->capacity()),
+      client_(client),
+      queue_(std::move(queue)) {}
+
+  /// The random id the node gave this client (status events name it).
+  const endpoint_id& client() const noexcept { return client_; }
+
+  size_t buffered() const noexcept override { return queue_->size(); }
+
+  bool request_wakeup(size_t) override { return true; } // Clients never use `block`.
+
+  void close() override {
+    handler::close();
+    queue_->close();
+  }
+
+protected:
+  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
+    return queue_->push(xs, routes);
+  }
+
+private:
+  endpoint_id client_;
+  std::shared_ptr<send_queue> queue_;
+};
+
+} // namespace broker::internal
