@@ -102,6 +102,13 @@ bool record_reader::next(record& out) noexcept {
   return true;
 }
 
+std::chrono::nanoseconds time_step(uint8_t arg) noexcept {
+  constexpr uint8_t minutes_from = 200;
+  if (arg < minutes_from)
+    return std::chrono::milliseconds{100} * arg;
+  return std::chrono::minutes{arg - minutes_from + 1};
+}
+
 void append_record(std::string& out, uint8_t op, uint8_t arg, std::string_view body) {
   assert(body.size() <= 0xFFFF);
   out += static_cast<char>(op);

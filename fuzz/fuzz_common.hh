@@ -11,6 +11,7 @@
 //
 // Targets are single-threaded; nothing here is shared between threads.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,6 +78,10 @@ private:
   std::string_view in_;
   size_t pos_ = 0;
 };
+
+/// The clock step of a record's `arg` in the stateful targets: arg * 100 ms below 200, then
+/// whole minutes (arg - 199), so that both heartbeats and long timeouts are a record away.
+std::chrono::nanoseconds time_step(uint8_t arg) noexcept;
 
 /// Appends one record (for seeds). Pre: body.size() <= 65535.
 void append_record(std::string& out, uint8_t op, uint8_t arg, std::string_view body);

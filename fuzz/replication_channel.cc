@@ -5,7 +5,7 @@
 //   0 message -> producer    from consumer handle arg % 4 (handle 1 is our consumer)
 //   1 message -> consumer
 //   2 produce                body: the payload bytes (a count if they do not decode)
-//   3 tick                   advances the clock by arg * 100 ms, ticks both
+//   3 tick                   advances the clock by time_step(arg), ticks both
 //   4 pump                   delivers queued producer output to the consumer and back
 //
 // Checks: a decoded message re-encodes to the very value it came from and decodes to an
@@ -188,7 +188,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         break;
       }
       case 3:
-        w.now += rec.arg * 100ms;
+        w.now += fuzz::time_step(rec.arg);
         w.from_producer(w.prod.tick(w.now));
         w.from_consumer(w.cons.tick(w.now));
         break;

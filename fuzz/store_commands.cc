@@ -1,16 +1,19 @@
 // Fuzz target: store commands from the network arriving at a data store's master and at a
 // clone (store/store_logic), decoded through store_wire.hh. The two stores are also wired to
 // each other, so hostile commands land in every protocol state the real traffic reaches.
-// Input: records (fuzz_common.hh), op modulo 6:
+// Input: records (fuzz_common.hh), op modulo 7:
 //   0 command -> master      body: one command frame payload
 //   1 command -> clone       body: one command frame payload
 //   2 pump                   delivers what master and clone sent each other (arg rounds)
-//   3 tick                   advances the clock by arg * 100 ms, ticks both, flushes
+//   3 tick                   advances the clock by time_step(arg), ticks both, flushes
 //   4 local write            body: an operation value; arg bit 0: on the clone
 //   5 queries                body: a key value; get, exists, keys, get_index_from_value
+//   6 put_unique             body: [key, value]; arg bit 0: on the clone
 //
 // Checks: every command and store event the stores emit survives the wire format (encodes,
-// and decodes to an equal value); write failures carry an error code; replies arrive once.
+// and decodes to an equal value); write failures carry an error code; queries answer at
+// once and exactly once, a put_unique at most once (a clone's when its master answers or
+// the request times out).
 
 #include "fuzz_common.hh"
 #include "known_issues.hh"
@@ -20,6 +23,7 @@
 #include "broker/internal/store/store_logic.hh"
 
 #include <deque>
+#include <memory>
 #include <optional>
 
 using namespace broker;
@@ -99,6 +103,24 @@ struct world {
       master->flush();
       clone->flush();
     }
+  }
+
+  // Replies per put_unique request; each must stay at most 1.
+  std::vector<std::shared_ptr<int>> unique_replies;
+
+  void put_unique(const data& kv, bool on_clone) {
+    auto* xs = get_if<vector>(kv);
+    if (xs == nullptr || xs->size() != 2)
+      return;
+    auto replies = std::make_shared<int>(0);
+    unique_replies.push_back(replies);
+    auto& s = on_clone ? clone : master;
+    s->put_unique((*xs)[0], (*xs)[1], std::nullopt, "fuzz", now,
+                  [replies](const expected<data>& x) {
+                    FUZZ_CHECK(++*replies == 1);
+                    if (x)
+                      FUZZ_CHECK(x->is<bool>());
+                  });
   }
 
   void query(const data& key, uint8_t arg) {
@@ -188,6 +210,10 @@ std::vector<fuzz::seed> fuzz::seeds() {
   append_record(wired, 3, 60, "");
   append_record(wired, 2, 4, "");
   append_record(wired, 5, 2, command(data{"b"}));
+  append_record(wired, 6, 1, command(vector{"u", count{1}}));
+  append_record(wired, 6, 0, command(vector{"u", count{2}}));
+  append_record(wired, 2, 4, "");
+  append_record(wired, 3, 210, "");
   return {{"to-master", to_master}, {"to-clone", to_clone}, {"wired", wired}};
 }
 
@@ -196,7 +222,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::record_reader in{fuzz::as_text(data, size)};
   fuzz::record rec;
   while (in.next(rec)) {
-    switch (rec.op % 6) {
+    switch (rec.op % 7) {
       case 0:
         if (auto cmd = w.command(rec.body))
           w.master->handle(*cmd, w.now);
@@ -209,7 +235,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         w.pump(1 + rec.arg % max_pump_rounds);
         break;
       case 3:
-        w.now += rec.arg * 100ms;
+        w.now += fuzz::time_step(rec.arg);
         w.master->tick(w.now);
         w.clone->tick(w.now);
         w.master->flush();
@@ -225,6 +251,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 5:
         if (auto key = fuzz::store_wire::decode_command(rec.body))
           w.query(*key, rec.arg);
+        break;
+      case 6:
+        if (auto kv = fuzz::store_wire::decode_command(rec.body))
+          w.put_unique(*kv, rec.arg & 1);
         break;
     }
   }
