@@ -127,7 +127,14 @@ private:
     }
     if (!is_valid_key(out))
       return fail(line, column, "invalid key \"" + out + "\"");
-    return true;
+    return check_key_size(out, line, column);
+  }
+
+  // `key` is a full key: the section prefixes joined with the key as written.
+  bool check_key_size(const std::string& key, size_t line, size_t column) {
+    if (key.size() <= max_key_size)
+      return true;
+    return fail(line, column, "key longer than " + std::to_string(max_key_size) + " bytes");
   }
 
   bool read_quoted(std::string& out) {
@@ -263,6 +270,8 @@ private:
         if (!read_key(key))
           return false;
         auto full_key = join_key(blocks.empty() ? section : blocks.back().prefix, key);
+        if (!check_key_size(full_key, line, column))
+          return false;
         skip_blank(false);
         if (peek() == '=') {
           next();

@@ -13,6 +13,9 @@
 //   topics = ["/a", '/b', /c]                                   lists of strings
 //   passphrase = "with \"escapes\""                             quoted or bare strings
 // The parser is iterative (no recursion) and reports every error with line and column.
+// Memory stays linear in the input: a key, section prefixes included, is at most
+// max_key_size bytes, because every entry stores its full key (a long [section] name
+// followed by many short entries would otherwise cost their product).
 
 #include <cstddef>
 #include <optional>
@@ -24,6 +27,10 @@
 #include "broker/error.hh"
 
 namespace broker::internal {
+
+/// The longest key a config file may use, section prefixes included. Every option's key is
+/// far shorter.
+inline constexpr size_t max_key_size = 256;
 
 /// One `key = value` of a config file, with the section prefixes already applied.
 struct config_entry {
