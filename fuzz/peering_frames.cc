@@ -123,8 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (want < 0) {
         FUZZ_CHECK(res.kind == wire::frame_reader::status::failed);
         FUZZ_CHECK(res.err == ec::invalid_message);
-        // Sticky, even with more bytes.
-        reader.feed("\x00\x00\x00\x01x");
+        // Sticky, even with a valid frame after it.
+        reader.feed(std::string_view{"\x00\x00\x00\x01x", 5});
         FUZZ_CHECK(reader.next().kind == wire::frame_reader::status::failed);
         failed = true;
         break;
