@@ -150,6 +150,8 @@ std::vector<fuzz::seed> fuzz::seeds() {
   to_prod(2, cumulative_ack{producer_epoch, 0});
   to_prod(1, nack{producer_epoch, {1, 2, 3, 4, 5}});
   to_prod(3, nack{producer_epoch, {1}});
+  // Not a valid nack (it names no event): the decoder must refuse it.
+  append_record(hostile, 0, 1, store_wire::encode_command(vector{count{6}, count{1}, vector{}}));
   append_record(hostile, 3, 40, "");
   // Real traffic between the two machines.
   std::string wired;

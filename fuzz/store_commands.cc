@@ -210,6 +210,8 @@ std::vector<fuzz::seed> fuzz::seeds() {
   append_record(wired, 3, 60, "");
   append_record(wired, 2, 4, "");
   append_record(wired, 5, 2, command(data{"b"}));
+  append_record(wired, 4, 0, command(make_op_clear("m")));
+  append_record(wired, 2, 4, "");
   append_record(wired, 6, 1, command(vector{"u", count{1}}));
   append_record(wired, 6, 0, command(vector{"u", count{2}}));
   append_record(wired, 2, 4, "");
