@@ -64,8 +64,12 @@ producer::producer(epoch_id epoch, producer_config cfg, snapshot_fn snapshot, dr
 producer::outputs producer::produce(payload content) {
   outputs out;
   seq_ = saturated_add(seq_, 1);
-  if (!paths_.empty())
-    buffer_.push_back(content); // Nobody could nack it otherwise.
+  // With no consumer, nobody needs the event (one that attaches later gets it in its
+  // snapshot): the owner encodes and sends nothing. Heartbeats tell consumers of an
+  // earlier incarnation about this one.
+  if (paths_.empty())
+    return out;
+  buffer_.push_back(content);
   out.push_back({std::nullopt, event{epoch_, seq_, std::move(content)}});
   enforce_buffer_limit();
   trim_buffer();

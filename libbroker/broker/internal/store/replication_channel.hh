@@ -28,7 +28,8 @@
 //
 // Flow, once attached:
 //   1. produce() numbers a payload (the first gets offset + 1; numbering starts at 2, as in
-//      Broker), keeps it while some consumer may nack it, and broadcasts `event`.
+//      Broker), keeps it while some consumer may nack it, and broadcasts `event` (nothing
+//      while no consumer is attached).
 //   2. The consumer delivers events in order exactly once, buffers out-of-order ones (bounded)
 //      and nacks gaps: when it sees one, and again every heartbeat interval while it lasts.
 //   3. The consumer acks after every `ack_every` deliveries and once per heartbeat interval
@@ -204,7 +205,8 @@ public:
   /// `snapshot` empty: writer mode. Pre: `cfg` as documented.
   producer(epoch_id epoch, producer_config cfg, snapshot_fn snapshot, drop_fn on_drop = {});
 
-  /// Numbers `content` and broadcasts it. May drop lagging consumers.
+  /// Numbers `content` and broadcasts it, unless no consumer is attached. May drop lagging
+  /// consumers.
   outputs produce(payload content);
 
   /// Writer mode: opens a path to `peer` and sends it the handshake (repeated on tick()
