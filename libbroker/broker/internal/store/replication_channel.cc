@@ -64,6 +64,7 @@ producer::producer(epoch_id epoch, producer_config cfg, snapshot_fn snapshot, dr
 producer::outputs producer::produce(payload content) {
   outputs out;
   seq_ = saturated_add(seq_, 1);
+  cached_.reset();
   // With no consumer, nobody needs the event (one that attaches later gets it in its
   // snapshot): the owner encodes and sends nothing. Heartbeats tell consumers of an
   // earlier incarnation about this one.
@@ -85,7 +86,7 @@ producer::outputs producer::add(const handle& peer, timestamp now) {
   p.offset = p.acked = seq_;
   p.last_seen = now;
   if (snapshot_)
-    p.state = snapshot_();
+    p.state = take_snapshot();
   send_handshake(peer, p, now, out);
   return out;
 }
@@ -153,6 +154,16 @@ std::optional<sequence_number> producer::acked(const handle& who) const {
   return std::nullopt;
 }
 
+state_ptr producer::take_snapshot() {
+  // Clones tend to attach together (a cluster starting up): while nothing was produced in
+  // between, they share one snapshot.
+  if (!cached_ || cached_seq_ != seq_) {
+    cached_ = snapshot_();
+    cached_seq_ = seq_;
+  }
+  return cached_;
+}
+
 handshake producer::make_handshake(const path& p) const {
   return handshake{epoch_, 0, p.offset, cfg_.heartbeat_interval, p.state};
 }
@@ -178,7 +189,7 @@ void producer::on_attach(const handle& from, timestamp now, outputs& out) {
     // at the current position. Its acknowledgement stays, so the buffer keeps what an
     // older attachment of it may still nack.
     p.offset = seq_;
-    p.state = snapshot_();
+    p.state = take_snapshot();
     p.confirmed = false;
     send_handshake(from, p, now, out);
     return;

@@ -254,6 +254,7 @@ private:
     std::optional<timestamp> last_handshake;
   };
 
+  state_ptr take_snapshot();
   handshake make_handshake(const path& p) const;
   void send_handshake(const handle& to, path& p, timestamp now, outputs& out);
   void on_attach(const handle& from, timestamp now, outputs& out);
@@ -272,6 +273,9 @@ private:
   std::deque<payload> buffer_;
   std::map<handle, path> paths_;
   std::optional<timestamp> last_heartbeat_;
+  /// The last snapshot and the seq it was taken at (shared until the next event).
+  state_ptr cached_;
+  sequence_number cached_seq_ = 0;
 };
 
 // -- consumer -----------------------------------------------------------------------------

@@ -46,6 +46,13 @@ TEST_CASE("a channel producer answers attach from a new consumer with a handshak
                      "state=1 entries)"});
     CHECK(taken == 1);
   }
+  SECTION("consumers attaching before the next event share one snapshot") {
+    p.handle_message(h(2), attach{}, at(1ms));
+    CHECK(taken == 1);
+    p.produce(pl(12));
+    p.handle_message(h(3), attach{}, at(2ms));
+    CHECK(taken == 2);
+  }
   SECTION("an attach after the ack gets a fresh snapshot but keeps the acknowledgement") {
     p.handle_message(h(1), cumulative_ack{3}, at(1ms));
     CHECK(p.confirmed(h(1)));
