@@ -78,7 +78,8 @@ endpoint::endpoint(configuration cfg) {
   auto own_id = ctx_->next_id();
   own_ = attach_source(*rt, own_id, ctx_->config().publisher_buffer_size());
   auto ctx = ctx_;
-  auto net = std::make_shared<internal::peer_manager>(id, conf, rt,
+  auto io = std::make_shared<internal::io_runtime>(conf);
+  auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
                                                       [ctx] { return ctx->next_id(); });
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
@@ -91,6 +92,7 @@ endpoint::endpoint(configuration cfg) {
       n->update_filter(st.announcement_for(0));
   });
   ctx_->start(std::move(rt));
+  ctx_->start_io(std::move(io));
   ctx_->start_network(std::move(net));
   // Servers the configuration asks for start with the endpoint, as in Broker.
   if (auto p = conf.web_socket_port(); p != 0)
@@ -106,9 +108,9 @@ namespace {
 expected<uint16_t> start_http(internal::endpoint_context& ctx,
                               const std::shared_ptr<internal::endpoint_context>& shared,
                               const std::string& address, uint16_t port, bool web_socket) {
-  auto net = ctx.network();
+  auto io = ctx.io();
   auto rt = ctx.runtime();
-  if (!net || !rt)
+  if (!io || !rt)
     return error{ec::shutting_down, "the endpoint has shut down"};
   const auto& conf = ctx.config();
   internal::http_options opts;
@@ -123,7 +125,7 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_clients = conf.web_socket_max_clients();
   opts.max_message_size = conf.web_socket_max_message_size();
   opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
-  auto srv = internal::http_server::start(*net, rt, [shared] { return shared->next_id(); },
+  auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
     return srv.error_value();
@@ -300,6 +302,9 @@ void endpoint::shutdown() {
     net->shutdown();
   if (auto rt = ctx_->stop())
     rt->shutdown();
+  // Last: nothing posts to the sockets' strands any more.
+  if (auto io = ctx_->stop_io())
+    io->stop();
   own_->close();
 }
 

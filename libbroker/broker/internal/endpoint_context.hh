@@ -9,6 +9,7 @@
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/store/store_actor.hh"
@@ -48,6 +49,22 @@ public:
   std::shared_ptr<core_runtime> stop() {
     std::lock_guard<std::mutex> guard{mtx_};
     return std::move(rt_);
+  }
+
+  /// The I/O runtime that peerings and servers share (DESIGN §5), or nullptr after shutdown.
+  std::shared_ptr<io_runtime> io() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return io_;
+  }
+
+  void start_io(std::shared_ptr<io_runtime> io) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    io_ = std::move(io);
+  }
+
+  std::shared_ptr<io_runtime> stop_io() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(io_);
   }
 
   /// The network side, or nullptr after shutdown.
@@ -112,6 +129,7 @@ private:
   std::atomic<uint64_t> next_id_{1};
   mutable std::mutex mtx_;
   std::shared_ptr<core_runtime> rt_;
+  std::shared_ptr<io_runtime> io_;
   std::shared_ptr<peer_manager> net_;
   std::vector<std::shared_ptr<http_server>> servers_;
   std::vector<std::shared_ptr<store_frontend>> stores_;

@@ -265,6 +265,14 @@ expected<node_message_view> decode_node_message(std::string_view payload);
                                         uint16_t ttl, std::string_view topic,
                                         std::string_view payload);
 
+/// Appends a node-message frame without its last `payload_size` bytes, which the caller
+/// sends right behind (a gathered write references a shared payload instead of copying
+/// it). The length prefix covers them. Errors as for append_node_message().
+[[nodiscard]] error append_node_message_head(std::string& out, const endpoint_id& sender,
+                                             const endpoint_id& receiver, message_type type,
+                                             uint16_t ttl, std::string_view topic,
+                                             size_t payload_size);
+
 /// Re-emits a received frame with a new sender (us) and ttl; receiver, type, topic and the
 /// payload bytes are copied verbatim, so the value is never re-encoded.
 void append_relayed(std::string& out, const node_message_view& msg, const endpoint_id& sender,
@@ -302,6 +310,13 @@ struct extended_data {
 /// "extension header too short") if fewer than extension_header_size bytes are present. The
 /// value is not checked; it goes to the value codec like a type-1 payload.
 expected<extended_data> decode_extended_data(std::string_view payload);
+
+/// Appends a data_ext frame without its value bytes (`ext.value` gives only their size),
+/// which the caller sends right behind. Errors as for append_node_message().
+[[nodiscard]] error append_extended_data_head(std::string& out, const endpoint_id& sender,
+                                              const endpoint_id& receiver, uint16_t ttl,
+                                              std::string_view topic,
+                                              const extended_data& ext);
 
 /// Appends a complete data_ext frame. Errors as for append_node_message().
 [[nodiscard]] error append_extended_data(std::string& out, const endpoint_id& sender,
