@@ -20,19 +20,13 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+scenario=baseline
 source "$repo/bench/fanout_lib.sh"
+summarize_if_asked "$@"
 
-if [[ "${1:-}" == summarize ]]; then
-  shift
-  exec python3 "$repo/bench/fanout_table.py" baseline --plot "$plot_dir/baseline.png" "$@"
-fi
-
-sizes="${SIZES:-1 10 100 1000 10000}"
 read -r -a systems <<<"${SYSTEMS:-broker-ws redis-channel redis-pattern nats-wildcard}"
-log="$results/baseline-$stamp.log"
 
 build_targets broker-node broker-fanout-ws baseline-redis baseline-nats
-bin="$build/bench"
 for tool in redis-server nats-server; do
   command -v "$tool" >/dev/null || { echo "$tool not found: run bench/install-deps" >&2; exit 1; }
 done
@@ -67,8 +61,7 @@ run_system() { # system rep n
       exit 2
       ;;
   esac
-  stop_server
-  sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
+  stop_server_into_log
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
@@ -82,5 +75,4 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 done
 
-say "# load at end: $(uptime | sed 's/.*load average/load average/')"
-python3 "$repo/bench/fanout_table.py" baseline --plot "$plot_dir/baseline.png" "$log" | tee -a "$log"
+finish

@@ -24,11 +24,14 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import CLOSE, TEXT, RawClient, close_code  # noqa: E402
-from wsnode import (Node, TestFailure, check, check_eq, error_frame, poll_metric,  # noqa: E402
-                    recv, run, scrape, subscribe)
+from brokertest.checks import TestFailure, check, check_eq, run_tests  # noqa: E402
+from brokertest.net import scrape_metrics  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import CLOSE, TEXT, RawClient, close_code  # noqa: E402
+from brokertest.wsclient import error_frame, poll_metric, subscribe  # noqa: E402
 
 BUFFER = 64
 FLOOD = 5000
@@ -112,7 +115,8 @@ async def scenario(binary, policy):
     args = ["--broker.web-socket-buffer-size=%d" % BUFFER]
     if policy:
         args.append("--broker.web-socket-overflow-policy=" + policy)
-    with Node(binary, args, name="node (%s)" % (policy or "default"), metrics=True) as node:
+    with Node(binary, args, "node (%s)" % (policy or "default"), web_socket=True,
+              metrics=True) as node:
         port, mport = node.ws_port, node.metrics_port
         slow = slow_client(port)
         try:
@@ -163,7 +167,7 @@ async def scenario(binary, policy):
                 # Still connected and subscribed.
                 await flood(pub, fast, FLOOD, 1)
                 check_eq(seq_of(slow.recv_text()), FLOOD, "the next message after the flood")
-                m = scrape(mport)
+                m = scrape_metrics(mport)
                 check_eq(m['broker_disconnects_total{kind="web_socket"}'], 0,
                          "disconnects under " + policy)
                 check_eq(m['broker_dropped_messages_total{kind="web_socket",policy="%s"}'
@@ -182,4 +186,4 @@ async def main(binary):
         await scenario(binary, policy)
 
 
-run(main, limit=120)
+run_tests([main], limit=120)

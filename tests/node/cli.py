@@ -1,40 +1,33 @@
 #!/usr/bin/env python3
 """System tests: broker-node's command line, exit codes, signals and ping/pong modes.
 
-Usage: node_cli.py <path to broker-node>
+Usage: cli.py <path to broker-node>
 """
 
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-import broker_peer as bp  # noqa: E402
-from node_process import (Cleanup, Node, check, free_port, is_status, peer_uri,  # noqa: E402
-                          run_tests)
+from brokertest import peer as bp  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import free_port  # noqa: E402
+from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup, run_once  # noqa: E402
 
-RUN_TIMEOUT = 20.0
 EXIT_CLEAN, EXIT_INVALID_CONFIG, EXIT_RUNTIME_FAILURE = 0, 1, 2
 PINGS = 5
 PAYLOAD_SIZE = 100
 
 
-def run(binary, args, env=None):
-    """Runs the node to completion; returns (exit code, stdout, stderr)."""
-    proc = subprocess.run([binary] + args, stdin=subprocess.DEVNULL, capture_output=True,
-                          timeout=RUN_TIMEOUT, env=env)
-    return proc.returncode, proc.stdout.decode(errors="replace"), \
-        proc.stderr.decode(errors="replace")
-
-
 def test_help(binary):
     """--help prints the option table, program options included, and exits 0"""
     for flag in ("--help", "-h"):
-        code, out, _ = run(binary, [flag])
+        code, out, _ = run_once(binary, [flag])
         check(code == EXIT_CLEAN, "%s exits 0, got %d" % (flag, code))
         for text in ("-t, --topics", "--peers", "--peer-retry", "-m, --mode", "-v, --verbose",
                      "-r, --rate", "--listen-address", "-p, --broker.port",
@@ -57,7 +50,7 @@ def test_invalid_configuration(binary):
         (["stray-argument"], "stray-argument"),
     ]
     for args, name in cases:
-        code, _, err = run(binary, args + ["--broker.disable-ssl"])
+        code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
         check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (args, code, err))
         check(name in err, "the error for %s names %s: %s" % (args, name, err))
 
@@ -70,7 +63,7 @@ def test_port_in_use(binary):
         port = str(taken.getsockname()[1])
         for args in (["-p", port], ["--broker.web-socket.port=" + port],
                      ["--broker.metrics.port=" + port]):
-            code, _, err = run(binary, args + ["--broker.disable-ssl"])
+            code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
             check(code == EXIT_RUNTIME_FAILURE,
                   "%s: exit 2 for a port in use, got %d: %s" % (args, code, err))
             check("in use" in err, "%s: the error says why: %s" % (args, err))
@@ -81,7 +74,7 @@ def test_signals(binary):
     with Cleanup() as cleanup:
         for sig in (signal.SIGINT, signal.SIGTERM):
             node = cleanup.add(Node(binary, ["-t", "/t"], "N"))
-            node.signal(sig)
+            node.send_signal(sig)
             check(node.wait_exit() == EXIT_CLEAN, "exit 0 after %s\n%s" % (sig, node.describe()))
 
 
@@ -92,10 +85,10 @@ def test_config_file_and_environment(binary):
         with open(path, "w") as f:
             f.write('topics = ["/from/file"]\nbroker { disable-ssl = true }\n')
         port = free_port()
-        env = dict(os.environ, BROKER_PORT=str(port))
-        node = cleanup.add(Node(binary, ["--config-file", path], "N", plain_tcp=False, env=env))
+        node = cleanup.add(Node(binary, ["--config-file", path], "N", plain=False,
+                                env={"BROKER_PORT": str(port)}))
         check(node.port == port, "listening on BROKER_PORT %d, got %d" % (port, node.port))
-        peer = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
         check(b"/from/file" in peer.remote_filter, "filter %s" % peer.remote_filter)
 
 
@@ -132,7 +125,7 @@ def test_rate(binary):
         node = cleanup.add(Node(binary, ["-t", "/t", "-r"], "N"))
         node.wait_count(lambda l: l.startswith("rate: ") and l.endswith(" messages/s"), 2,
                         what="two rate lines")
-        peer = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
         peer.publish_many("/t", [bp.encode_count(i) for i in range(10)])
         node.wait_for(lambda l: l.startswith("rate: ") and l != "rate: 0 messages/s",
                       what="a non-zero rate")
@@ -142,4 +135,4 @@ def test_rate(binary):
 if __name__ == "__main__":
     run_tests([test_help, test_invalid_configuration, test_port_in_use, test_signals,
                test_config_file_and_environment, test_ping_pong, test_ping_without_ponger,
-               test_rate])
+               test_rate], limit=90)

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """System test: a peer that never reads is cut off; the other peers keep receiving.
 
-Usage: node_slow_peer.py <path to broker-node>
+Usage: slow_peer.py <path to broker-node>
 """
 
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-import broker_peer as bp  # noqa: E402
-from node_process import (Cleanup, Node, check, is_received, is_status, peer_uri,  # noqa: E402
-                          run_tests)
+from brokertest import peer as bp  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.nodes import Node, is_received, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 # Enough bytes to fill the kernel's socket buffers towards the stalled peer (its receive
 # buffer is made small; the node's send buffer grows to a few MiB) many times over, so that
@@ -35,11 +37,11 @@ def test_stalled_peer(binary):
         b = cleanup.add(Node(binary, ["-t", "/t", "-v", "--peers", peer_uri(a.port)], "B"))
         b.wait_for(is_status("peer_added"), what="B's peer_added")
         # The stalled peer subscribes to /t during the handshake and never reads again.
-        stalled = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(),
+        stalled = cleanup.add(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(),
                                                       ["/t"], rcvbuf=STALLED_RCVBUF))
         stalled_id = bp.id_text(stalled.own_id)
         a.wait_for(is_status("peer_added", stalled_id), what="the stalled peer's peer_added")
-        publisher = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
+        publisher = cleanup.add(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
         a.wait_for(is_status("peer_added", bp.id_text(publisher.own_id)), what="the publisher")
 
         filler = "x" * VALUE_SIZE
@@ -64,4 +66,4 @@ def test_stalled_peer(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_stalled_peer])
+    run_tests([test_stalled_peer], limit=90)

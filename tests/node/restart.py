@@ -1,24 +1,24 @@
 #!/usr/bin/env python3
 """System test: a node that dies and comes back on the same port is re-dialed.
 
-Usage: node_restart.py <path to broker-node>
+Usage: restart.py <path to broker-node>
 """
 
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from broker_peer import RawPeer, encode_count, id_text, random_id  # noqa: E402
-from node_process import (Cleanup, Node, TestFailure, check, free_port, is_received,  # noqa: E402
-                          is_status, peer_uri, run_tests)
+from brokertest.peer import RawPeer, encode_count, id_text, random_id  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import free_port  # noqa: E402
+from brokertest.nodes import Node, is_received, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 BATCH = 50
 SETTLE_SECONDS = 0.5
-# The old process's port may linger for a moment after SIGKILL.
-RESTART_ATTEMPTS = 20
-RESTART_PAUSE = 0.25
 
 
 def peer_id(line):
@@ -26,16 +26,12 @@ def peer_id(line):
 
 
 def start_on(binary, cleanup, port, name):
-    for _ in range(RESTART_ATTEMPTS):
-        try:
-            return cleanup.add(Node(binary, ["-p", str(port), "-t", "/t", "-v"], name))
-        except TestFailure:
-            time.sleep(RESTART_PAUSE)
-    raise TestFailure("%s could not listen on port %d" % (name, port))
+    """A node on `port` (which the killed node may hold for a moment; Node retries)."""
+    return cleanup.add(Node(binary, ["-t", "/t", "-v"], name, port=port))
 
 
 def publish_batch(cleanup, node, first):
-    peer = cleanup.close_later(RawPeer.dial("127.0.0.1", node.port, random_id(), []))
+    peer = cleanup.add(RawPeer.dial("127.0.0.1", node.port, random_id(), []))
     node.wait_for(is_status("peer_added", id_text(peer.own_id)), what="the publisher")
     peer.publish_many("/t/r", [encode_count(i) for i in range(first, first + BATCH)])
     return peer
@@ -71,4 +67,4 @@ def test_restart(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_restart])
+    run_tests([test_restart], limit=90)

@@ -6,7 +6,7 @@ it is known (from the first frame that carries it); every other byte is compared
 Our node's filter holds the extension marker "<$>/ext/origin-v1" besides its topics
 (libbroker/broker/internal/peering/wire.hh); Broker ignores that entry.
 
-Usage: node_interop.py <path to broker-node>
+Usage: interop.py <path to broker-node>
 """
 
 import os
@@ -14,10 +14,13 @@ import socket
 import sys
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-import broker_peer as bp  # noqa: E402
-from node_process import Cleanup, Node, check, is_status, run_tests  # noqa: E402
+from brokertest import peer as bp  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 H = bytes.fromhex
 PROBE = H("00000005075a45454b")
@@ -75,9 +78,36 @@ def start_node(cleanup, binary):
 
 
 def connect(cleanup, node):
-    conn = cleanup.close_later(bp.Connection.connect("127.0.0.1", node.port))
+    conn = cleanup.add(bp.Connection.connect("127.0.0.1", node.port))
     check_bytes(conn.recv_frame(), PROBE, "the acceptor's probe")
     return conn
+
+
+def recv_node_frame(conn):
+    """The node's next handshake frame and the node id it carries (bytes 9 to 24)."""
+    frame = conn.recv_frame()
+    node_id = frame[9:25]
+    check_node_id(node_id)
+    return frame, node_id
+
+
+def send_hello(conn, own, spec_frame):
+    """Sends the spec's hello(own, 1, 99) (checking our encoding against it); returns the
+    node's answer and its id."""
+    check_bytes(bp.hello(own, 1, 99), spec_frame, "our hello(%s, 1, 99) encoding"
+                % bp.id_text(own))
+    conn.send(spec_frame)
+    return recv_node_frame(conn)
+
+
+def originator_towards_pf(conn, where=""):
+    """Sends hello(PF, 1, 99); the node, whose id is smaller, must answer as the
+    originator: version_select, then originator_syn. Returns the node's id."""
+    select, node_id = send_hello(conn, bp.PF, HELLO_PF_1_99)
+    check_bytes(select, bp.version_select(node_id), "the node's version_select(B, 1)" + where)
+    check_bytes(conn.recv_frame(), filter_frame(bp.ORIGINATOR_SYN, NODE_FILTER),
+                "originator_syn([/test, <$>/ext/origin-v1])" + where)
+    return node_id
 
 
 def test_t1(binary):
@@ -85,11 +115,7 @@ def test_t1(binary):
     with Cleanup() as cleanup:
         node = start_node(cleanup, binary)
         conn = connect(cleanup, node)
-        check_bytes(bp.hello(bp.P0, 1, 99), HELLO_P0_1_99, "our hello(P0, 1, 99) encoding")
-        conn.send(HELLO_P0_1_99)
-        hello = conn.recv_frame()
-        node_id = hello[9:25]
-        check_node_id(node_id)
+        hello, node_id = send_hello(conn, bp.P0, HELLO_P0_1_99)
         check_bytes(hello, node_hello(node_id), "the node's hello(B, 1, 1)")
         check_bytes(bp.version_select(bp.P0), VERSION_SELECT_P0, "version_select encoding")
         check_bytes(bp.originator_syn(["/foo/bar"]), ORIGINATOR_SYN_FOO_BAR, "syn encoding")
@@ -107,14 +133,7 @@ def test_t2(binary):
     with Cleanup() as cleanup:
         node = start_node(cleanup, binary)
         conn = connect(cleanup, node)
-        check_bytes(bp.hello(bp.PF, 1, 99), HELLO_PF_1_99, "our hello(PF, 1, 99) encoding")
-        conn.send(HELLO_PF_1_99)
-        select = conn.recv_frame()
-        node_id = select[9:25]
-        check_node_id(node_id)
-        check_bytes(select, bp.version_select(node_id), "the node's version_select(B, 1)")
-        check_bytes(conn.recv_frame(), filter_frame(bp.ORIGINATOR_SYN, NODE_FILTER),
-                    "originator_syn([/test, <$>/ext/origin-v1])")
+        node_id = originator_towards_pf(conn)
         check_bytes(bp.responder_syn_ack(["/foo/bar"]), RESPONDER_SYN_ACK_FOO_BAR, "encoding")
         conn.send(RESPONDER_SYN_ACK_FOO_BAR)
         check_bytes(conn.recv_frame(), ORIGINATOR_ACK, "originator_ack")
@@ -123,9 +142,7 @@ def test_t2(binary):
 
 
 def expect_drop_then_close(conn, code, text):
-    frame = conn.recv_frame()
-    node_id = frame[9:25]
-    check_node_id(node_id)
+    frame, node_id = recv_node_frame(conn)
     check_bytes(frame, drop_conn_frame(node_id, code, text), "drop_conn(B, %d, %s)" % (code, text))
     rest = conn.expect_close()
     check(rest == b"", "nothing after drop_conn, got %s" % rest.hex())
@@ -155,12 +172,7 @@ def test_t4(binary):
     with Cleanup() as cleanup:
         node = start_node(cleanup, binary)
         first = connect(cleanup, node)
-        first.send(HELLO_PF_1_99)
-        select = first.recv_frame()
-        node_id = select[9:25]
-        check_bytes(select, bp.version_select(node_id), "version_select on connection 1")
-        check_bytes(first.recv_frame(), filter_frame(bp.ORIGINATOR_SYN, NODE_FILTER),
-                    "originator_syn on connection 1")
+        node_id = originator_towards_pf(first, " on connection 1")
         second = connect(cleanup, node)
         second.send(HELLO_PF_1_99)
         first.send(RESPONDER_SYN_ACK_FOO_BAR)
@@ -178,19 +190,17 @@ def test_t4(binary):
 def test_t5(binary):
     """T5: the node dials: hello at once, originator towards PF; "stop" ends it after BYE"""
     with Cleanup() as cleanup:
-        listener = cleanup.close_later(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        listener = cleanup.add(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         listener.settimeout(bp.DEFAULT_TIMEOUT)
         port = listener.getsockname()[1]
         node = cleanup.add(Node(binary, ["-t", "/test2", "-v", "--no-listen", "--peers",
-                                         "tcp://127.0.0.1:%d" % port, "--peer-retry", "0"],
+                                         peer_uri(port), "--peer-retry", "0"],
                                 "B2", listen=False))
         sock, _ = listener.accept()
-        conn = cleanup.close_later(bp.Connection(sock))
-        hello = conn.recv_frame()  # Sent without waiting for our probe.
-        node_id = hello[9:25]
-        check_node_id(node_id)
+        conn = cleanup.add(bp.Connection(sock))
+        hello, node_id = recv_node_frame(conn)  # Sent without waiting for our probe.
         check_bytes(hello, node_hello(node_id), "the dialer's hello(B2, 1, 1)")
         conn.send(PROBE + HELLO_PF_1_1)
         check_bytes(conn.recv_frame(), bp.version_select(node_id), "version_select(B2, 1)")
@@ -223,7 +233,7 @@ def test_t6(binary):
     """T6: malformed phase-3 frames are dropped; the connection stays and pings still work"""
     with Cleanup() as cleanup:
         node = start_node(cleanup, binary)
-        peer = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", node.port, bp.P0, ["/test"]))
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.P0, ["/test"]))
         node_id = peer.remote_id
         bad_frames = [
             H("0000000a 00000000000000000000".replace(" ", "")),  # shorter than a header
@@ -247,7 +257,7 @@ def test_t6(binary):
         check(bp.decode_node_message(peer.ping(bye)[4:])["payload"] == bye, "BYE pong")
         check(not node.matching(is_status("peer_lost")), "the peering stayed up")
         # Data from another peer reaches P0 rewritten as sent by the node (spec §6.1).
-        other = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
+        other = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
         node.wait_for(is_status("peer_added", bp.id_text(other.own_id)), what="peer_added")
         other.publish("/test/x", bp.encode_count(1))
         while True:
@@ -264,4 +274,4 @@ def test_t6(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_t1, test_t2, test_t3, test_t4, test_t5, test_t6])
+    run_tests([test_t1, test_t2, test_t3, test_t4, test_t5, test_t6], limit=90)

@@ -16,9 +16,10 @@ import os
 import socket
 import struct
 
+from .net import LOCALHOST, WEB_SOCKET_PATH
+
 CONT, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
-WS_PATH = "/v1/messages/json"
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 DEFAULT_TIMEOUT = 10.0
 
@@ -51,7 +52,7 @@ def parse_http_response(raw):
     return int(code), reason, headers, body
 
 
-def http_exchange(port, request, timeout=DEFAULT_TIMEOUT, host="127.0.0.1"):
+def http_exchange(port, request, timeout=DEFAULT_TIMEOUT, host=LOCALHOST):
     """Sends raw `request` bytes and returns everything the server sends until it closes."""
     with socket.create_connection((host, port), timeout=timeout) as s:
         s.sendall(request)
@@ -64,7 +65,7 @@ def http_exchange(port, request, timeout=DEFAULT_TIMEOUT, host="127.0.0.1"):
     return b"".join(chunks)
 
 
-def upgrade_request(path=WS_PATH, key=None, extra_headers=(), host="127.0.0.1"):
+def upgrade_request(path=WEB_SOCKET_PATH, key=None, extra_headers=(), host=LOCALHOST):
     """An RFC 6455 upgrade request; returns (bytes, key)."""
     key = key or base64.b64encode(os.urandom(16)).decode()
     lines = ["GET %s HTTP/1.1" % path, "Host: %s" % host, "Upgrade: websocket",
@@ -96,8 +97,8 @@ def encode_frame(opcode, payload, fin=True, mask=True):
 class RawClient:
     """One WebSocket connection driven frame by frame (see the module comment)."""
 
-    def __init__(self, port, path=WS_PATH, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
-                 extra_headers=(), host="127.0.0.1", early=b""):
+    def __init__(self, port, path=WEB_SOCKET_PATH, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
+                 extra_headers=(), host=LOCALHOST, early=b""):
         """`early` is sent in the same write as the upgrade request, before the answer
         (e.g. the first frames, as a client that does not wait for the 101 would)."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """System tests: cyclic topologies of broker-node processes deliver each message exactly once.
 
-Usage: node_cycles.py <path to broker-node>
+Usage: cycles.py <path to broker-node>
 """
 
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from broker_peer import RawPeer, encode_count, id_text, random_id  # noqa: E402
-from node_process import (Cleanup, Node, check, is_received, is_status, peer_uri,  # noqa: E402
-                          run_tests)
+from brokertest.peer import RawPeer, encode_count, id_text, random_id  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.nodes import Node, is_received, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 MESSAGES = 100
 # A message circulating in a cycle would show up as extra lines within this time.
@@ -36,7 +38,7 @@ def start_topology(cleanup, binary, edges, count):
 
 def publish_and_count(cleanup, nodes, entry):
     """A raw peer publishes MESSAGES at nodes[entry]; every node must print each once."""
-    publisher = cleanup.close_later(RawPeer.dial("127.0.0.1", nodes[entry].port, random_id(),
+    publisher = cleanup.add(RawPeer.dial("127.0.0.1", nodes[entry].port, random_id(),
                                                  []))
     nodes[entry].wait_for(is_status("peer_added", id_text(publisher.own_id)),
                           what="the publisher's peer_added")
@@ -71,4 +73,4 @@ def test_ring_of_four(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_triangle, test_ring_of_four])
+    run_tests([test_triangle, test_ring_of_four], limit=90)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """System test: garbage and broken handshakes on one connection do not disturb the others.
 
-Usage: node_garbage.py <path to broker-node>
+Usage: garbage.py <path to broker-node>
 """
 
 import os
@@ -9,11 +9,13 @@ import random
 import struct
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-import broker_peer as bp  # noqa: E402
-from node_process import (Cleanup, Node, check, is_received, is_status, peer_uri,  # noqa: E402
-                          run_tests)
+from brokertest import peer as bp  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.nodes import Node, is_received, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 MESSAGES = 100
 CLOSE_TIMEOUT = 5.0
@@ -51,7 +53,7 @@ def test_garbage(binary):
         b.wait_for(is_status("peer_added"), what="B's peer_added")
 
         # A handshake that stalls half-way stays open (until the handshake timeout) meanwhile.
-        stalled = cleanup.close_later(bp.Connection.connect("127.0.0.1", a.port))
+        stalled = cleanup.add(bp.Connection.connect("127.0.0.1", a.port))
         stalled.send(bp.hello(bp.P0)[:10])
 
         failures = 0
@@ -81,23 +83,23 @@ def test_garbage(binary):
                      what="an error line per broken connection")
 
         # A peered connection that sends a frame length over the receive limit is closed.
-        broken = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
+        broken = cleanup.add(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
         a.wait_for(is_status("peer_added", bp.id_text(broken.own_id)), what="the peer's peer_added")
         broken.send_raw(b"\xff\xff\xff\xff" + bytes(16))
         broken.conn.expect_close(CLOSE_TIMEOUT)
         a.wait_for(is_status("peer_lost", bp.id_text(broken.own_id)), what="its peer_lost")
 
         # The node still serves: a good publisher reaches B through A.
-        publisher = cleanup.close_later(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
+        publisher = cleanup.add(bp.RawPeer.dial("127.0.0.1", a.port, bp.random_id(), []))
         publisher.publish_many("/t/g", [bp.encode_count(i) for i in range(MESSAGES)])
         b.wait_count(is_received, MESSAGES, what="the publisher's messages at B")
         want = [("/t/g", str(i)) for i in range(MESSAGES)]
         check(b.received() == want, "B received %s" % b.received()[:5])
-        check(a.proc.poll() is None and b.proc.poll() is None, "both nodes still run")
+        check(a.alive() and b.alive(), "both nodes still run")
         added = b.matching(is_status("peer_added"))
         lost = b.matching(is_status("peer_lost"))
         check(len(added) == 1 and not lost, "the A-B peering never flapped: %s %s" % (added, lost))
 
 
 if __name__ == "__main__":
-    run_tests([test_garbage])
+    run_tests([test_garbage], limit=90)

@@ -6,7 +6,7 @@ count, integer, string, vector). Standard library only. Every blocking call has 
 
     peer = RawPeer.dial("127.0.0.1", port, P0, ["/t"])   # handshake in either role
     peer.publish("/t", encode_count(1))
-    assert peer.ping(b"foo") == b"foo"
+    pong = decode_node_message(peer.ping(b"foo")[4:])   # pong["payload"] == b"foo"
 """
 
 import socket

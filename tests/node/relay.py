@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """System tests: relaying through broker-node processes in a pair and in a line of three.
 
-Usage: node_relay.py <path to broker-node>
+Usage: relay.py <path to broker-node>
 """
 
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from broker_peer import (ConnectionClosed, RawPeer, encode_count, encode_string,  # noqa: E402
+from brokertest.peer import (ConnectionClosed, RawPeer, encode_count, encode_string,  # noqa: E402
                          id_text, random_id)
-from node_process import (Cleanup, Node, check, free_port, is_received, is_status,  # noqa: E402
-                          peer_uri, run_tests)
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import free_port  # noqa: E402
+from brokertest.nodes import Node, is_received, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
 
 MESSAGES = 200
 # Long enough for a stray copy or loop to show up as an extra line.
@@ -25,7 +28,7 @@ MUTUAL_SETTLE_SECONDS = 2.5
 
 def dial_publisher(cleanup, node, topics=()):
     """A raw peer on `node`, once the node reports it as peer_added."""
-    peer = cleanup.close_later(RawPeer.dial("127.0.0.1", node.port, random_id(), list(topics)))
+    peer = cleanup.add(RawPeer.dial("127.0.0.1", node.port, random_id(), list(topics)))
     node.wait_for(is_status("peer_added", id_text(peer.own_id)), what="the raw peer's peer_added")
     return peer
 
@@ -115,10 +118,10 @@ def test_mutual_dial(binary):
     """two nodes that dial each other keep one peering and deliver each message once"""
     with Cleanup() as cleanup:
         port_a, port_b = free_port(), free_port()
-        a = cleanup.add(Node(binary, ["-p", str(port_a), "-t", "/t", "-v", "--peers",
-                                      peer_uri(port_b)], "A"))
-        b = cleanup.add(Node(binary, ["-p", str(port_b), "-t", "/t", "-v", "--peers",
-                                      peer_uri(port_a)], "B"))
+        a = cleanup.add(Node(binary, ["-t", "/t", "-v", "--peers", peer_uri(port_b)], "A",
+                             port=port_a))
+        b = cleanup.add(Node(binary, ["-t", "/t", "-v", "--peers", peer_uri(port_a)], "B",
+                             port=port_b))
         for node in (a, b):
             node.wait_for(is_status("peer_added"), what="peer_added")
         time.sleep(MUTUAL_SETTLE_SECONDS)  # Several re-dial periods.
@@ -134,4 +137,4 @@ def test_mutual_dial(binary):
 
 if __name__ == "__main__":
     run_tests([test_two_nodes, test_line_of_three, test_relay_without_topics,
-               test_mutual_dial])
+               test_mutual_dial], limit=90)
