@@ -215,12 +215,10 @@ class Client:
         code, reason = _compat.close_info(exc)
         self._connected.clear()
         if not self._reconnect:
-            self._finish(ConnectionClosed(
-                "connection to %s closed by the node or the network (close code %s %r)"
-                % (self.url, code, reason), code, reason))
+            self._finish(ConnectionClosed("connection to %s %s" % (self.url, _how(code, reason)),
+                                          code, reason))
             return False
-        log.warning("connection to %s lost (close code %s %r); reconnecting",
-                    self.url, code, reason)
+        log.warning("connection to %s %s; reconnecting", self.url, _how(code, reason))
         await self._redial()
         return True
 
@@ -312,8 +310,8 @@ class Client:
             except _compat.ConnectionClosed as e:
                 if not self._reconnect or self._closing:
                     code, reason = _compat.close_info(e)
-                    raise ConnectionClosed("connection to %s is closed (close code %s %r)"
-                                           % (self.url, code, reason), code, reason) from None
+                    raise ConnectionClosed("connection to %s %s" % (self.url, _how(code, reason)),
+                                           code, reason) from None
                 if ws is self._ws:
                     self._connected.clear()  # the reader is about to notice and redial
 
@@ -365,6 +363,13 @@ class Client:
     async def __aexit__(self, *exc):
         await self.close()
         return False
+
+
+def _how(code, reason):
+    """How a connection ended, for messages."""
+    if code is None:
+        return "lost (no close frame: the node died or the network failed)"
+    return "closed by the node (code %d%s)" % (code, ", %r" % reason if reason else "")
 
 
 async def _abort(ws):

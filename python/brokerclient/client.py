@@ -90,11 +90,15 @@ class Client:
         Raises EncodeError for a value or topic that cannot be sent, ConnectionClosed when
         the connection is gone (with reconnect=True it waits for the next connection), and
         TimeoutError if sending takes longer than `timeout` seconds."""
-        text = encode_message(topic, value)
+        self.send_text(encode_message(topic, value), timeout)
+
+    def send_text(self, text, timeout=None):
+        """Sends a frame as is (e.g. one made by codec.encode_message, or by another
+        tool). The node answers invalid input with an error frame, raised by get()."""
         try:
-            self._runner.run(self._client.send_text(text), timeout)
+            self._call(self._client.send_text(text), timeout)
         except concurrent.futures.TimeoutError:  # not yet the builtin before Python 3.11
-            raise TimeoutError("publish did not complete within %s s" % timeout) from None
+            raise TimeoutError("send did not complete within %s s" % timeout) from None
 
     def get(self, timeout=None):
         """The next message as `(topic, value)`, waiting at most `timeout` seconds.
@@ -102,9 +106,14 @@ class Client:
         Raises TimeoutError when none arrives in time, NodeError for an error frame from
         the node (the client stays usable), and ConnectionClosed once the connection is
         gone and every message received before has been returned."""
+        return self._call(self._client.get(timeout))
+
+    def _call(self, coro, timeout=None):
+        """Runs a coroutine of the asyncio client on its loop; fails once closed."""
         if self._runner.loop.is_closed():
+            coro.close()
             raise ConnectionClosed("the client is closed")
-        return self._runner.run(self._client.get(timeout))
+        return self._runner.run(coro, timeout)
 
     def __iter__(self):
         """Yields `(topic, value)` until the client is closed; a lost connection raises
