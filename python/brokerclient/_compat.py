@@ -55,6 +55,8 @@ async def open_connection(url, *, ssl=None, headers=None, open_timeout, close_ti
     except websockets.exceptions.InvalidURI as e:
         raise ConnectError("invalid URL %r: %s" % (url, e)) from None
     except websockets.exceptions.InvalidHandshake as e:
-        raise ConnectError("%s refused the WebSocket upgrade: %s" % (url, e)) from e
+        # The underlying reason (e.g. a TLS alert refusing our certificate) is the cause.
+        detail = " (%s)" % e.__cause__ if e.__cause__ is not None else ""
+        raise ConnectError("%s refused the WebSocket upgrade: %s%s" % (url, e, detail)) from e
     except OSError as e:  # refused, unreachable, TLS failures (ssl.SSLError)
         raise ConnectError("cannot connect to %s: %s" % (url, e)) from e

@@ -111,6 +111,7 @@ async def _publish(args, value):
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
+        aio.normalize_url(args.url)
         if args.command == "publish":
             value = literal.parse(args.value)
             codec.encode_message(args.topic, value)  # report a bad value as a usage error
@@ -118,7 +119,7 @@ def main(argv=None):
             value = Event(args.name, [literal.parse(a) for a in args.args])
             codec.encode_message(args.topic, value)
     except (DecodeError, EncodeError, ValueError, TypeError) as e:
-        print("brokerclient: invalid value: %s" % e, file=sys.stderr)
+        print("brokerclient: invalid argument: %s" % e, file=sys.stderr)
         return EXIT_USAGE
     try:
         if args.command == "subscribe":

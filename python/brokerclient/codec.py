@@ -43,7 +43,9 @@ TYPE_NAMES = ("none", "boolean", "count", "integer", "real", "string", "address"
               "port", "timestamp", "timespan", "enum-value", "set", "table", "vector")
 _TAG_OF_NAME = {name: tag for tag, name in enumerate(TYPE_NAMES)}
 
-#: Nesting deeper than this is refused in both directions (the node refuses it too).
+#: JSON nesting (objects and arrays, the message itself being level 1) that the node, like
+#: Broker, accepts at most; deeper values are refused in both directions. A vector adds two
+#: levels per nesting, so vectors can nest 63 deep.
 MAX_DEPTH = 128
 
 _UTC = datetime.timezone.utc
@@ -64,7 +66,10 @@ class _Failure(Exception):
         self.path = []
 
     def render(self, root):
-        return "%s%s: %s" % (root, "".join(reversed(self.path)), self.reason)
+        path = list(reversed(self.path))
+        if len(path) > 8:  # deep paths: the ends say where
+            path = path[:3] + ["..."] + path[-3:]
+        return "%s%s: %s" % (root, "".join(path), self.reason)
 
 
 def _fail(reason):
@@ -217,14 +222,20 @@ def _subnet_text(x):
 # -- encoding ---------------------------------------------------------------------------
 
 
+def _check_depth(level, tag):
+    """Fails if the value object at JSON `level` (or its `data`) nests too deeply."""
+    inner = level + 1 if tag in (NONE, SET, TABLE, VECTOR) else level
+    if inner > MAX_DEPTH:
+        _fail("nested deeper than the %d JSON levels the node accepts" % MAX_DEPTH)
+
+
 def _encode(x, depth):
-    """The {"@data-type", "data"} dict for `x`."""
-    if depth > MAX_DEPTH:
-        _fail("nested deeper than %d levels" % MAX_DEPTH)
+    """The {"@data-type", "data"} dict for `x`, whose object is at JSON level `depth`."""
     hook = getattr(type(x), "__broker_value__", None)
     if hook is not None:
-        return _encode(hook(x), depth + 1)
+        return _encode(hook(x), depth)
     tag = _tag(x)
+    _check_depth(depth, tag)
     if tag == NONE:
         data = {}
     elif tag == BOOLEAN:
@@ -248,17 +259,17 @@ def _encode(x, depth):
     elif tag == SUBNET:
         data = _subnet_text(x)
     elif tag == VECTOR:
-        data = [_at("[%d]" % i, _encode, e, depth + 1) for i, e in enumerate(x)]
+        data = [_at("[%d]" % i, _encode, e, depth + 2) for i, e in enumerate(x)]
     elif tag == SET:
         keyed = sorted(((_at(_label(e), sort_key, e), e) for e in x), key=_first)
         _check_unique(keyed, "set element")
-        data = [_at(_label(e), _encode, e, depth + 1) for _, e in keyed]
+        data = [_at(_label(e), _encode, e, depth + 2) for _, e in keyed]
     else:
         keyed = sorted(((_at(_label(k), sort_key, k), k, v) for k, v in x.items()),
                        key=_first)
         _check_unique(keyed, "table key")
-        data = [{"key": _at(_label(k), _encode, k, depth + 1),
-                 "value": _at("[%s]" % _short_repr(k), _encode, v, depth + 1)}
+        data = [{"key": _at(_label(k), _encode, k, depth + 3),
+                 "value": _at("[%s]" % _short_repr(k), _encode, v, depth + 3)}
                 for _, k, v in keyed]
     return {"@data-type": TYPE_NAMES[tag], "data": data}
 
@@ -447,14 +458,14 @@ def _parse(payload, parse, what):
 
 
 def _decode(obj, frozen, depth):
-    if depth > MAX_DEPTH:
-        _fail("nested deeper than %d levels" % MAX_DEPTH)
+    """The value of the value object `obj` at JSON level `depth`."""
     if not isinstance(obj, dict):
         _fail("expected a {\"@data-type\", \"data\"} object, got %s" % json.dumps(obj)[:80])
     name = obj.get("@data-type")
     tag = _TAG_OF_NAME.get(name) if isinstance(name, str) else None
     if tag is None:
         _fail("unknown @data-type %s" % json.dumps(name))
+    _check_depth(depth, tag)
     if tag == NONE:
         return None
     if "data" not in obj:
@@ -494,10 +505,10 @@ def _decode(obj, frozen, depth):
         return timespan_from_ns(_parse(payload, parse_timespan, "timespan"))
     elements = _expect(payload, list, "an array")
     if tag == VECTOR:
-        return tuple(_at("[%d]" % i, lambda e: _decode(e, frozen, depth + 1), e)
+        return tuple(_at("[%d]" % i, lambda e: _decode(e, frozen, depth + 2), e)
                      for i, e in enumerate(elements))
     if tag == SET:
-        items = [_at("{#%d}" % i, lambda e: _decode(e, True, depth + 1), e)
+        items = [_at("{#%d}" % i, lambda e: _decode(e, True, depth + 2), e)
                  for i, e in enumerate(elements)]
         natural = frozenset(items) if frozen else set(items)
         return natural if len(natural) == len(items) else Set(items)
@@ -513,8 +524,8 @@ def _decode(obj, frozen, depth):
 def _decode_pair(obj, frozen, depth):
     if not isinstance(obj, dict) or "key" not in obj or "value" not in obj:
         _fail("expected a {\"key\", \"value\"} object, got %s" % json.dumps(obj)[:80])
-    key = _at(".key", lambda e: _decode(e, True, depth + 1), obj["key"])
-    return key, _at(".value", lambda e: _decode(e, frozen, depth + 1), obj["value"])
+    key = _at(".key", lambda e: _decode(e, True, depth + 3), obj["key"])
+    return key, _at(".value", lambda e: _decode(e, frozen, depth + 3), obj["value"])
 
 
 def decode(obj):

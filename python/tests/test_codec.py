@@ -276,11 +276,23 @@ class EncodeErrors(unittest.TestCase):
         with self.assertRaises(EncodeError):
             codec.encode_message(b"/t", 1)
 
-    def test_nesting_beyond_the_limit(self):
-        value = []
-        for _ in range(codec.MAX_DEPTH + 1):
-            value = [value]
-        self.assertFails(value, "nested deeper than")
+    def test_nesting_beyond_what_the_node_accepts(self):
+        # 128 JSON levels: 63 vectors around a count or around an empty vector.
+        dumps(nest(63, Count(1)))
+        dumps(nest(63, ()))
+        self.assertFails(nest(64, Count(1)), "nested deeper than the 128 JSON levels")
+        self.assertFails(nest(64, None), "nested deeper")
+        self.assertFails(nest(64, ()), "value[0][0][0]...[0][0][0]: nested deeper")
+        dumps(nest(62, {1: 1}))
+        self.assertFails(nest(62, {1: ()}), "nested deeper")  # a table entry adds a level
+        self.assertFails(nest(63, {1: 1}), "nested deeper")
+
+
+def nest(levels, leaf):
+    """`leaf` inside `levels` vectors (tuples, as the decoder returns them)."""
+    for _ in range(levels):
+        leaf = (leaf,)
+    return leaf
 
 
 class DecodeErrors(unittest.TestCase):
@@ -311,7 +323,10 @@ class DecodeErrors(unittest.TestCase):
         self.assertFails('{"@data-type":"count"}', "count without data")
 
     def test_deep_nesting_is_refused(self):
-        text = '{"@data-type":"vector","data":[' * 200 + "]}" * 200
+        text = '{"@data-type":"vector","data":[' * 64 + "]}" * 64
+        loads(text)
+        self.assertFails('{"@data-type":"vector","data":[' + text + "]}", "nested deeper")
+        text = '{"@data-type":"vector","data":[' * 100000 + "]}" * 100000
         self.assertFails(text, "nested")
 
     def test_frames_other_than_data_messages(self):

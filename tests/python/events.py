@@ -57,6 +57,7 @@ async def from_broker_throughput(node, asub):
         check(isinstance(value, Event), "broker-throughput's event %d: %r" % (i, value))
         check(same((value.name, value.args), ("event_1", [42, "test"])),
               "broker-throughput's event %d: %r" % (i, value))
+    print("broker-throughput's %d events arrived as Events" % THROUGHPUT_EVENTS)
 
 
 async def main(binary):

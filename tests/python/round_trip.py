@@ -6,6 +6,8 @@ vector, nanosecond timespans, ...).
   asyncio client and a second blocking client receive it, and a plain `websockets` client
   checks that the node's frame is byte for byte what brokerclient itself encodes.
 - The asyncio client publishes all of them in one vector; the blocking client receives it.
+- The most deeply nested values brokerclient encodes are accepted by the node (one more
+  level is refused locally, with EncodeError).
 - Values the node changes on purpose come back changed as documented: a timestamp loses its
   sub-millisecond digits, a v4-mapped IPv6 address becomes IPv4.
 """
@@ -18,10 +20,10 @@ import sys
 from harness import UNIT_TESTS, Node, blocking, check, check_eq, run
 
 import brokerclient  # noqa: E402
-from brokerclient import aio, codec
+from brokerclient import Count, EncodeError, aio, codec
 
 sys.path.insert(0, UNIT_TESTS)
-from test_codec import EVERY_TYPE, same  # noqa: E402
+from test_codec import EVERY_TYPE, nest, same  # noqa: E402
 
 import wsnode  # noqa: E402
 
@@ -56,6 +58,17 @@ async def main(binary):
             await asub.publish("/types/all", everything)
             check_same(await blocking(sub.get, TIMEOUT), ("/types/all", everything),
                        "all types in one vector, asyncio to blocking")
+
+            for i, deepest in enumerate([nest(63, Count(1)), nest(63, ()), nest(63, None),
+                                         nest(62, {Count(1): "x"})]):
+                await blocking(pub.publish, "/types/deep", deepest)
+                check_same(await asub.get(TIMEOUT), ("/types/deep", deepest),
+                           "deepest value %d" % i)
+                try:
+                    await blocking(pub.publish, "/types/deep", [deepest])
+                    raise AssertionError("one level deeper than value %d was encoded" % i)
+                except EncodeError:
+                    pass
 
             changed = [
                 (datetime.datetime(2022, 4, 10, 7, 0, 0, 123456, tzinfo=UTC),
