@@ -137,8 +137,8 @@ class Client:
         ws = await _compat.open_connection(self.url, ssl=self._ssl, headers=self._headers,
                                            **self._ws_options)
         try:
-            await ws.send(json.dumps(self.topics))
             try:
+                await ws.send(json.dumps(self.topics))
                 text = await asyncio.wait_for(ws.recv(), self._open_timeout)
             except asyncio.TimeoutError:
                 raise ConnectError("%s: no ack within %s s" % (self.url, self._open_timeout))
@@ -248,6 +248,14 @@ class Client:
             except asyncio.QueueFull:
                 pass  # get() checks _terminal when the queue runs dry
 
+    def _ended(self):
+        """A fresh copy of the error that ended the client (each raise gets its own
+        traceback)."""
+        t = self._terminal
+        if t is None:
+            return ConnectionClosed("the client is closed")
+        return ConnectionClosed(str(t), t.code, t.reason)
+
     async def get(self, timeout=None):
         """The next message as `(topic, value)`; a Zeek event's value is a zeek.Event.
 
@@ -255,18 +263,21 @@ class Client:
         frame it cannot decode, TimeoutError after `timeout` seconds without a message,
         and ConnectionClosed once the connection is gone and every message before it has
         been returned."""
-        if self._terminal is not None and self._queue.empty():
-            raise self._terminal
-        if timeout is None:
-            item = await self._queue.get()
-        else:
-            try:
-                item = await asyncio.wait_for(self._queue.get(), timeout)
-            except asyncio.TimeoutError:
-                raise TimeoutError("no message within %s s" % timeout) from None
+        try:
+            item = self._queue.get_nowait()  # also serves timeout=0
+        except asyncio.QueueEmpty:
+            if self._terminal is not None:
+                raise self._ended() from None
+            if timeout is None:
+                item = await self._queue.get()
+            else:
+                try:
+                    item = await asyncio.wait_for(self._queue.get(), timeout)
+                except asyncio.TimeoutError:
+                    raise TimeoutError("no message within %s s" % timeout) from None
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)  # for any other waiting getter
-            raise self._terminal
+            raise self._ended()
         if isinstance(item, BaseException):
             raise item
         return item
@@ -299,7 +310,7 @@ class Client:
         """Sends an already encoded frame (see codec.encode_message)."""
         while True:
             if self._terminal is not None or self._closing:
-                raise self._terminal or ConnectionClosed("the client is closed")
+                raise self._ended()
             await self._connected.wait()
             ws = self._ws
             if self._terminal is not None:

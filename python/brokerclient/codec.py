@@ -28,12 +28,12 @@ import datetime
 import ipaddress
 import json
 import math
-import re
-from fractions import Fraction
 
 from .errors import DecodeError, EncodeError
+from .times import (datetime_ns, format_timespan, format_timestamp, parse_timespan,
+                    parse_timestamp, timespan_from_ns, timestamp_from_ns)
 from .types import (COUNT_MAX, INTEGER_MAX, INTEGER_MIN, PORT_PROTOCOLS, Count, Enum, Port,
-                    Set, Table, Timespan, timedelta_ns)
+                    Set, Table, timedelta_ns)
 
 # Broker's type tags (binary-data.md), which also order values of different types.
 NONE, BOOLEAN, COUNT, INTEGER, REAL, STRING, ADDRESS, SUBNET, PORT, TIMESTAMP, TIMESPAN, \
@@ -48,11 +48,6 @@ _TAG_OF_NAME = {name: tag for tag, name in enumerate(TYPE_NAMES)}
 #: levels per nesting, so vectors can nest 63 deep.
 MAX_DEPTH = 128
 
-_UTC = datetime.timezone.utc
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
-_NS_PER_S = 1_000_000_000
-_INT64_MIN = INTEGER_MIN
-_INT64_MAX = INTEGER_MAX
 
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
@@ -150,46 +145,18 @@ def _check_str(x):
     return str(x)
 
 
-def datetime_ns(x):
-    """Nanoseconds since the epoch of a datetime; a naive one is taken as UTC."""
-    if x.tzinfo is None or x.utcoffset() is None:
-        x = x.replace(tzinfo=_UTC)
-    return timedelta_ns(x - _EPOCH)
-
-
 def _timestamp_ns(x):
     ns = datetime_ns(x)
-    if not _INT64_MIN <= ns <= _INT64_MAX:
+    if not INTEGER_MIN <= ns <= INTEGER_MAX:
         _fail("timestamp outside Broker's range (years 1677 to 2262): %s" % x.isoformat())
     return ns
 
 
-def format_timestamp(ns):
-    """`YYYY-MM-DDThh:mm:ss.sss` in UTC; 6 fraction digits if not whole milliseconds."""
-    dt = _EPOCH + datetime.timedelta(microseconds=ns // 1000)
-    text = "%04d-%02d-%02dT%02d:%02d:%02d" % (dt.year, dt.month, dt.day, dt.hour,
-                                             dt.minute, dt.second)
-    if dt.microsecond % 1000 == 0:
-        return "%s.%03d" % (text, dt.microsecond // 1000)
-    return "%s.%06d" % (text, dt.microsecond)
-
-
 def _timespan_ns(x):
     ns = timedelta_ns(x)
-    if not _INT64_MIN <= ns <= _INT64_MAX:
+    if not INTEGER_MIN <= ns <= INTEGER_MAX:
         _fail("timespan outside Broker's range (about +-292 years): %r" % (x,))
     return ns
-
-
-def format_timespan(ns):
-    """The node's format: the largest of ns, us, ms, s that represents `ns` exactly."""
-    if ns == 0:
-        return "0s"
-    for unit in ("ns", "us", "ms"):
-        if ns % 1000 != 0:
-            return "%d%s" % (ns, unit)
-        ns //= 1000
-    return "%ds" % ns
 
 
 def _address_bytes(x):
@@ -379,68 +346,6 @@ def encode_message(topic, value):
 
 
 # -- decoding ---------------------------------------------------------------------------
-
-_TIMESTAMP_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{0,9}))?"
-    r"(Z|[+-]\d{2}(?::?\d{2})?)?\Z", re.ASCII)
-_TIMESPAN_RE = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(ns|us|ms|s|min|h|d)\Z", re.ASCII)
-_TIMESPAN_UNITS = {"ns": 1, "us": 1000, "ms": 10**6, "s": 10**9, "min": 60 * 10**9,
-                   "h": 3600 * 10**9, "d": 86400 * 10**9}
-
-
-def parse_timestamp(text):
-    """Nanoseconds since the epoch of a JSON v1 timestamp (any form the node accepts:
-    1-9 fraction digits, optional `Z` or numeric offset; no zone means UTC)."""
-    m = _TIMESTAMP_RE.match(text)
-    if not m:
-        raise ValueError("not a timestamp: %r" % (text,))
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    if second > 59:
-        raise ValueError("not a timestamp (second %d): %r" % (second, text))
-    try:
-        dt = datetime.datetime(year, month, day, hour, minute, second, tzinfo=_UTC)
-    except ValueError:
-        raise ValueError("not a valid date and time: %r" % (text,)) from None
-    ns = timedelta_ns(dt - _EPOCH) + int((m.group(7) or "").ljust(9, "0"))
-    zone = m.group(8)
-    if zone and zone != "Z":
-        digits = zone[1:].replace(":", "")
-        if len(digits) not in (2, 4) or int(digits[:2]) > 23 or int(digits[2:] or 0) > 59:
-            raise ValueError("not a valid zone offset: %r" % (text,))
-        offset = (int(digits[:2]) * 3600 + int(digits[2:] or 0) * 60) * _NS_PER_S
-        ns -= offset if zone[0] == "+" else -offset
-    if not _INT64_MIN <= ns <= _INT64_MAX:
-        raise ValueError("timestamp outside Broker's range: %r" % (text,))
-    return ns
-
-
-def parse_timespan(text):
-    """Nanoseconds of a JSON v1 timespan: `<number><unit>`, units ns, us, ms, s, min, h,
-    d; a decimal fraction is allowed and truncated toward zero at the nanosecond."""
-    m = _TIMESPAN_RE.match(text)
-    if not m or not (m.group(2) or m.group(3)):
-        raise ValueError("not a timespan: %r" % (text,))
-    sign, whole, frac, unit = m.groups()
-    magnitude = Fraction(int(whole or "0")) + (Fraction(int(frac), 10**len(frac))
-                                               if frac else 0)
-    ns = int(magnitude * _TIMESPAN_UNITS[unit])  # int() truncates toward zero
-    ns = -ns if sign == "-" else ns
-    if not _INT64_MIN <= ns <= _INT64_MAX:
-        raise ValueError("timespan outside Broker's range: %r" % (text,))
-    return ns
-
-
-def timespan_from_ns(ns):
-    """A timedelta, or a Timespan when `ns` is not a whole number of microseconds."""
-    if ns % 1000 == 0:
-        return datetime.timedelta(microseconds=ns // 1000)
-    return Timespan(ns)
-
-
-def timestamp_from_ns(ns):
-    """A UTC datetime; rounded down to the microsecond (datetime's resolution)."""
-    return _EPOCH + datetime.timedelta(microseconds=ns // 1000)
-
 
 def _expect(payload, kinds, what):
     """`payload` if it is one of `kinds` (JSON true/false count only as bool)."""

@@ -19,7 +19,7 @@ import json
 import math
 import re
 
-from . import codec
+from . import codec, times
 from .types import Enum, Port
 from .zeek import Event
 
@@ -67,11 +67,11 @@ def _port(text):
 
 
 def _timespan(text):
-    return codec.timespan_from_ns(codec.parse_timespan(text))
+    return times.timespan_from_ns(times.parse_timespan(text))
 
 
 def _timestamp(text):
-    return codec.timestamp_from_ns(codec.parse_timestamp(text))
+    return times.timestamp_from_ns(times.parse_timestamp(text))
 
 
 def to_plain(x):

@@ -37,11 +37,15 @@ def skip(reason):
 
 try:
     import websockets  # noqa: F401  (brokerclient and wsnode need it)
+    del websockets
 except ImportError:
     skip("%s has no websockets module" % sys.executable)
 
 import wsnode  # noqa: E402
 from wsnode import TestFailure, check, check_eq, run  # noqa: E402,F401
+
+__all__ = ["CERTS", "Node", "PYTHON_PACKAGE", "ROOT", "SKIP", "TLS_CLIENT", "TLS_NODE",
+           "TestFailure", "UNIT_TESTS", "blocking", "check", "check_eq", "run", "skip"]
 
 #: broker.ssl.* options of a node serving wss:// with the test PKI (as ws.tls does).
 TLS_NODE = {"certificate": os.path.join(CERTS, "server.pem"),

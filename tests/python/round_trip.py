@@ -12,7 +12,6 @@ vector, nanosecond timespans, ...).
   sub-millisecond digits, a v4-mapped IPv6 address becomes IPv4.
 """
 
-import asyncio
 import datetime
 import ipaddress
 import sys
