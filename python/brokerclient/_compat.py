@@ -1,11 +1,12 @@
 """The one place that knows which `websockets` release is installed.
 
-Debian bookworm ships websockets 10.4, which has only the "legacy" asyncio client
-(`websockets.connect`, headers passed as `extra_headers`). Release 13 added a new asyncio
-client (`websockets.asyncio.client.connect`, headers as `additional_headers`), which became
-`websockets.connect` in 14 while the legacy one was deprecated. We use the new client where
-it exists and the legacy one otherwise; both share the connection methods we call (send,
-recv, close) and the ConnectionClosed exception with `rcvd` (the close frame received).
+Debian bookworm ships websockets 10.4, whose `websockets.connect` is the "legacy" asyncio
+client (headers passed as `extra_headers`). Release 13 added a new asyncio client, which
+became `websockets.connect` in 14 (headers as `additional_headers`) while the legacy one was
+deprecated. We use whatever `websockets.connect` is: in 13.x the new client still dropped
+messages buffered when the server closed (py.errors catches that), the legacy one did not.
+Both share the connection methods we call (send, recv, close) and the ConnectionClosed
+exception with `rcvd` (the close frame received).
 """
 
 import asyncio
@@ -13,12 +14,12 @@ import asyncio
 import websockets
 import websockets.exceptions
 
+_connect = websockets.connect
 try:
-    from websockets.asyncio.client import connect as _connect  # websockets >= 13
-    _HEADERS_KEYWORD = "additional_headers"
+    from websockets.asyncio.client import connect as _new_connect  # websockets >= 13
 except ImportError:  # pragma: no cover - depends on the installed release
-    _connect = websockets.connect
-    _HEADERS_KEYWORD = "extra_headers"
+    _new_connect = None
+_HEADERS_KEYWORD = "additional_headers" if _connect is _new_connect else "extra_headers"
 
 from .errors import ConnectError
 
@@ -60,3 +61,6 @@ async def open_connection(url, *, ssl=None, headers=None, open_timeout, close_ti
         raise ConnectError("%s refused the WebSocket upgrade: %s%s" % (url, e, detail)) from e
     except OSError as e:  # refused, unreachable, TLS failures (ssl.SSLError)
         raise ConnectError("cannot connect to %s: %s" % (url, e)) from e
+    except (EOFError, websockets.exceptions.WebSocketException) as e:
+        # Some releases (13.x) let a connection closed mid-handshake escape as EOFError.
+        raise ConnectError("%s failed the WebSocket handshake: %s" % (url, e)) from e

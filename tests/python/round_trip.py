@@ -39,7 +39,9 @@ async def main(binary):
         raw, _ = await wsnode.subscribe(node.ws_port, ["/types"])
         pub = await blocking(brokerclient.connect, node.url(), [])
         sub = await blocking(brokerclient.connect, node.url(), ["/types"])
-        async with aio.connect(node.url(), ["/types"]) as asub:
+        # Extra headers go through whichever keyword the websockets release uses.
+        async with aio.connect(node.url(), ["/types"],
+                               headers={"X-Application-Name": "py.types"}) as asub:
             check_eq(asub.endpoint, sub.endpoint, "the node's endpoint id in both acks")
 
             for i, value in enumerate(EVERY_TYPE):
