@@ -22,11 +22,17 @@ from .errors import ConnectionClosed
 
 
 class _LoopThread:
-    """An event loop on a daemon thread, and a way to run coroutines on it."""
+    """An event loop on a daemon thread, and a way to run coroutines on it.
+
+    run() may be called from any thread but the loop's own; once stop() began, it raises
+    ConnectionClosed, and calls still waiting are cancelled rather than left hanging."""
 
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="brokerclient", daemon=True)
+        self._lock = threading.Lock()  # guards _stopped and _pending
+        self._stopped = False
+        self._pending = set()
         self.thread.start()
 
     def _run(self):
@@ -36,19 +42,50 @@ class _LoopThread:
     def run(self, coro, timeout=None):
         """Runs `coro` on the loop and returns its result. A timeout or an interrupt
         (Ctrl-C) in the waiting thread cancels it."""
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError("blocking brokerclient calls cannot be made from the "
+                               "client's own thread (e.g. from an on_error callback)")
+        with self._lock:
+            if self._stopped:
+                coro.close()
+                raise ConnectionClosed("the client is closed")
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            self._pending.add(future)
         try:
             return future.result(timeout)
+        except concurrent.futures.CancelledError:
+            if self._stopped:
+                raise ConnectionClosed("the client is closed") from None
+            raise
         except BaseException:
             future.cancel()
             raise
+        finally:
+            with self._lock:
+                self._pending.discard(future)
 
     def stop(self):
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            pending = list(self._pending)
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)
         self.thread.join()
+        for future in pending:  # cancelled with their tasks already; to be sure
+            future.cancel()
         self.loop.close()
+
+    async def _shutdown(self):
+        """Cancels what still runs on the loop (waiting calls then raise), then stops it."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # Stop only after the callbacks that hand the tasks' results to waiting threads.
+        await asyncio.sleep(0)
+        self.loop.call_soon(self.loop.stop)
 
 
 class Client:
@@ -109,10 +146,7 @@ class Client:
         return self._call(self._client.get(timeout))
 
     def _call(self, coro, timeout=None):
-        """Runs a coroutine of the asyncio client on its loop; fails once closed."""
-        if self._runner.loop.is_closed():
-            coro.close()
-            raise ConnectionClosed("the client is closed")
+        """Runs a coroutine of the asyncio client on its loop."""
         return self._runner.run(coro, timeout)
 
     def __iter__(self):

@@ -8,10 +8,12 @@ vector, nanosecond timespans, ...).
 - The asyncio client publishes all of them in one vector; the blocking client receives it.
 - The most deeply nested values brokerclient encodes are accepted by the node (one more
   level is refused locally, with EncodeError).
+- A thread iterating a blocking client ends quietly when another thread closes it.
 - Values the node changes on purpose come back changed as documented: a timestamp loses its
   sub-millisecond digits, a v4-mapped IPv6 address becomes IPv4.
 """
 
+import asyncio
 import datetime
 import ipaddress
 import sys
@@ -87,8 +89,20 @@ async def main(binary):
                 got = None
             check(got is None, "the asyncio client received its own message: %r" % (got,))
 
-        await blocking(pub.close)
+        # Iterating a blocking client on one thread ends quietly when another closes it.
+        seen = []
+        loop = asyncio.get_running_loop()
+        consumer = loop.run_in_executor(None, lambda: seen.extend(t for t, _ in sub))
+        await blocking(pub.publish, "/types/iter", 1)
+        await blocking(pub.publish, "/types/iter", 2)
+        deadline = loop.time() + TIMEOUT
+        while seen.count("/types/iter") < 2 and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         await blocking(sub.close)
+        await asyncio.wait_for(consumer, TIMEOUT)
+        check_eq(seen[-2:], ["/types/iter", "/types/iter"], "what the iterating thread saw")
+
+        await blocking(pub.close)
         await raw.close()
 
 
