@@ -123,12 +123,18 @@ class Client:
                                 ping_interval=ping_interval, ping_timeout=ping_interval,
                                 max_size=max_message_size)
         self._open_timeout = open_timeout
+        self.close_timeout = close_timeout
         self._queue = asyncio.Queue(queue_size)
         self._ws = None
         self._reader = None
         self._connected = asyncio.Event()
         self._closing = False
         self._terminal = None  # the ConnectionClosed that get() raises once drained
+
+    @property
+    def connected(self):
+        """True while the connection is up; False while reconnecting and once closed."""
+        return self._connected.is_set() and self._terminal is None and not self._closing
 
     # -- connecting ----------------------------------------------------------------------
 
@@ -263,6 +269,14 @@ class Client:
         frame it cannot decode, TimeoutError after `timeout` seconds without a message,
         and ConnectionClosed once the connection is gone and every message before it has
         been returned."""
+        item = await self._next_item(timeout)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def _next_item(self, timeout):
+        """The next queued message or exception; raises TimeoutError or, at the end,
+        ConnectionClosed."""
         try:
             item = self._queue.get_nowait()  # also serves timeout=0
         except asyncio.QueueEmpty:
@@ -278,9 +292,22 @@ class Client:
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)  # for any other waiting getter
             raise self._ended()
-        if isinstance(item, BaseException):
-            raise item
         return item
+
+    async def _take(self, timeout, limit):
+        """Up to `limit` queued items (messages or exceptions), waiting up to `timeout` for
+        the first: lets the blocking client cross threads once per batch."""
+        items = [await self._next_item(timeout)]
+        while len(items) < limit:
+            try:
+                item = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+            if item is _CLOSED:
+                self._queue.put_nowait(_CLOSED)
+                break
+            items.append(item)
+        return items
 
     def __aiter__(self):
         return self
@@ -348,7 +375,7 @@ class Client:
             except Exception as e:  # the connection may already be broken
                 log.debug("closing %s: %r", self.url, e)
             try:
-                await asyncio.wait_for(drain, self._ws_options["close_timeout"])
+                await asyncio.wait_for(drain, self.close_timeout)
             except asyncio.TimeoutError:
                 pass
         self._finish(ConnectionClosed("the client closed the connection", 1000, ""))

@@ -71,7 +71,8 @@ class Event:
     def from_value(cls, value):
         """The Event that the decoded Broker value `value` holds, or None if it does not
         have exactly Zeek's event layout."""
-        if not (isinstance(value, tuple) and len(value) == 3 and _is_count(value[0], 1)
+        if not (isinstance(value, tuple) and len(value) == 3
+                and _is_count(value[0], FORMAT_VERSION)
                 and _is_count(value[1], EVENT_TYPE)):
             return None
         content = value[2]
@@ -97,10 +98,6 @@ class Event:
             return (self.name, self.args, self.metadata) == (other.name, other.args,
                                                              other.metadata)
         return NotImplemented
-
-    def __hash__(self):
-        from .codec import sort_key
-        return hash((Event, sort_key(self)))
 
     def __repr__(self):
         extra = "" if self.metadata is None else ", metadata=%r" % (self.metadata,)

@@ -4,9 +4,10 @@ A subscriber (asyncio and blocking) and a publisher are connected when the node 
 (no close frame) and started again on the same port, and later stopped with SIGTERM (close
 1000) and started again. Each time the clients re-dial with back-off and re-subscribe on
 their own: messages published after the restart arrive, the ack of the new node is seen
-(new endpoint id), and `reconnects` counts the restarts. A publish made while the node is
-down waits and completes once the connection is back. Without reconnect=True the same
-restart ends the client with ConnectionClosed.
+(new endpoint id), and `reconnects` counts the restarts. Messages published while the
+node is down are queued (publish() times out when the outbox is full) and sent once the
+connection is back (flush() waits for that). Without reconnect=True the same restart
+ends the client with ConnectionClosed.
 """
 
 import asyncio
@@ -19,6 +20,14 @@ from brokerclient import ConnectionClosed, aio
 
 TIMEOUT = 20
 FAST = dict(reconnect=True, reconnect_delay=0.05, reconnect_max_delay=0.5)
+
+
+async def wait_until(pred, what):
+    deadline = time.monotonic() + TIMEOUT
+    while not pred():
+        if time.monotonic() > deadline:
+            raise TestFailure("timed out waiting for %s" % what)
+        await asyncio.sleep(0.01)
 
 
 async def publish_until_received(pub, receivers, topic):
@@ -50,6 +59,7 @@ async def main(binary):
         bsub = await blocking(brokerclient.connect, node.url(), ["/r"], **FAST)
         pub = await blocking(brokerclient.connect, node.url(), [], **FAST)
         plain = await aio.connect(node.url(), ["/r"])
+        tiny = await blocking(brokerclient.connect, node.url(), [], outbox_size=1, **FAST)
         receivers = [asub.get, lambda timeout: blocking(bsub.get, timeout)]
 
         await publish_until_received(pub, receivers, "/r/before")
@@ -58,6 +68,7 @@ async def main(binary):
         node.restart()  # SIGKILL: the clients see the TCP connection die
         await publish_until_received(pub, receivers, "/r/after-kill")
         check(asub.endpoint != first_endpoint, "the ack of the new node was read")
+        check(asub.connected and bsub.connected and pub.connected, "connected again")
         check_eq((asub.reconnects, bsub.reconnects, pub.reconnects), (1, 1, 1),
                  "reconnects of (asyncio subscriber, blocking subscriber, publisher)")
         try:
@@ -68,13 +79,22 @@ async def main(binary):
             print("without reconnect: %s" % e)
 
         node.terminate()  # SIGTERM: the node closes every client with 1000
-        waiting = asyncio.ensure_future(blocking(pub.publish, "/r/during", "waited", TIMEOUT))
+        await wait_until(lambda: not (pub.connected or tiny.connected), "the close noticed")
+        # Publishing while the node is down queues (up to outbox_size messages, then
+        # publish() waits for room), and flush() waits until the queue went out.
+        await blocking(pub.publish, "/r/during", "queued", TIMEOUT)
+        await blocking(tiny.publish, "/r/during", "fits")
+        try:
+            await blocking(tiny.publish, "/r/during", "does not fit", 0.2)
+            raise AssertionError("publish to a full outbox did not time out")
+        except TimeoutError as e:
+            print("full outbox: %s" % e)
+        flushed = asyncio.ensure_future(blocking(pub.flush, TIMEOUT))
         await asyncio.sleep(0.2)
-        check(not waiting.done() or waiting.exception() is None,
-              "a publish while the node is down failed: %r"
-              % (waiting.done() and waiting.exception(),))
+        check(not flushed.done(), "flush() returned while the node was down")
         node.restart()
-        await asyncio.wait_for(waiting, TIMEOUT + 5)
+        await asyncio.wait_for(flushed, TIMEOUT + 5)
+        await blocking(tiny.flush, TIMEOUT)
         await publish_until_received(pub, receivers, "/r/after-stop")
         check_eq((asub.reconnects, bsub.reconnects, pub.reconnects), (2, 2, 2),
                  "reconnects after the second restart")
@@ -83,6 +103,7 @@ async def main(binary):
         await plain.close()
         await blocking(bsub.close)
         await blocking(pub.close)
+        await blocking(tiny.close)
 
 
 run(main, limit=120)
