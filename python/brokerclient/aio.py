@@ -411,9 +411,10 @@ def _how(code, reason):
 
 
 async def _abort(ws):
+    """Closes a connection we give up on; it may be broken already."""
     try:
         await asyncio.wait_for(ws.close(), 1.0)
-    except BaseException:
+    except Exception:
         pass
 
 
@@ -444,8 +445,9 @@ def connect(url, topics=(), **options):
     - TLS: `cafile` (CA to trust; default the system's), `certfile`, `keyfile`, `password`
       (a client certificate for mutual TLS), or a ready `ssl` context;
     - `reconnect=False`: re-dial a lost connection (back-off from `reconnect_delay` to
-      `reconnect_max_delay` seconds) and re-subscribe; messages published while
-      disconnected are lost. The first connection must succeed either way;
+      `reconnect_max_delay` seconds) and re-subscribe; publish() waits meanwhile, and
+      what others publish while the client is away is missed. The first connection must
+      succeed either way;
     - `on_error`: called with each NodeError instead of raising it from get();
     - `decode_events=True`: deliver Zeek events as zeek.Event;
     - `headers`: extra HTTP headers; `queue_size`, `open_timeout`, `close_timeout`,

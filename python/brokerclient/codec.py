@@ -33,7 +33,7 @@ from .errors import DecodeError, EncodeError
 from .times import (datetime_ns, format_timespan, format_timestamp, parse_timespan,
                     parse_timestamp, timespan_from_ns, timestamp_from_ns)
 from .types import (COUNT_MAX, INTEGER_MAX, INTEGER_MIN, PORT_PROTOCOLS, Count, Enum, Port,
-                    Set, Table, timedelta_ns)
+                    Set, Table, Vector, timedelta_ns)
 
 # Broker's type tags (binary-data.md), which also order values of different types.
 NONE, BOOLEAN, COUNT, INTEGER, REAL, STRING, ADDRESS, SUBNET, PORT, TIMESTAMP, TIMESPAN, \
@@ -50,6 +50,18 @@ MAX_DEPTH = 128
 
 
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+# The common types, by exact type: one dict lookup instead of the isinstance chain in
+# _tag() (which handles subclasses and the rest).
+_EXACT_TAGS = {
+    type(None): NONE, bool: BOOLEAN, Count: COUNT, int: INTEGER, float: REAL, str: STRING,
+    Enum: ENUM, Port: PORT, datetime.datetime: TIMESTAMP, datetime.timedelta: TIMESPAN,
+    ipaddress.IPv4Address: ADDRESS, ipaddress.IPv6Address: ADDRESS,
+    ipaddress.IPv4Network: SUBNET, ipaddress.IPv6Network: SUBNET, list: VECTOR,
+    tuple: VECTOR, Vector: VECTOR, set: SET, frozenset: SET, Set: SET, dict: TABLE,
+    Table: TABLE,
+}
 
 
 class _Failure(Exception):
@@ -83,6 +95,9 @@ def type_of(x):
 
 
 def _tag(x):
+    tag = _EXACT_TAGS.get(type(x))
+    if tag is not None:
+        return tag
     if x is None:
         return NONE
     if isinstance(x, bool):
@@ -198,10 +213,12 @@ def _check_depth(level, tag):
 
 def _encode(x, depth):
     """The {"@data-type", "data"} dict for `x`, whose object is at JSON level `depth`."""
-    hook = getattr(type(x), "__broker_value__", None)
-    if hook is not None:
-        return _encode(hook(x), depth)
-    tag = _tag(x)
+    tag = _EXACT_TAGS.get(type(x))
+    if tag is None:
+        hook = getattr(type(x), "__broker_value__", None)
+        if hook is not None:
+            return _encode(hook(x), depth)
+        tag = _tag(x)
     _check_depth(depth, tag)
     if tag == NONE:
         data = {}
@@ -226,7 +243,13 @@ def _encode(x, depth):
     elif tag == SUBNET:
         data = _subnet_text(x)
     elif tag == VECTOR:
-        data = [_at("[%d]" % i, _encode, e, depth + 2) for i, e in enumerate(x)]
+        data = []
+        for i, e in enumerate(x):
+            try:
+                data.append(_encode(e, depth + 2))
+            except _Failure as failure:
+                failure.path.append("[%d]" % i)
+                raise
     elif tag == SET:
         keyed = sorted(((_at(_label(e), sort_key, e), e) for e in x), key=_first)
         _check_unique(keyed, "set element")
