@@ -39,12 +39,16 @@ def start_subscriber(url, extra):
     proc = subprocess.Popen(COMMAND + ["subscribe", url, "/c", "-n", str(len(PUBLISHED))]
                             + extra, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()  # printed once the node acknowledged the subscription
-    if "subscribed to" not in line:
-        proc.kill()
-        raise TestFailure("the subscriber did not report its subscription: %r %s"
-                          % (line, proc.stderr.read()))
-    return proc
+    seen = []
+    for _ in range(20):  # printed once the node acknowledged the subscription
+        line = proc.stderr.readline()
+        seen.append(line)
+        if "subscribed to" in line:
+            return proc
+        if not line:
+            break
+    proc.kill()
+    raise TestFailure("the subscriber did not report its subscription: %s" % "".join(seen))
 
 
 async def main(binary):
