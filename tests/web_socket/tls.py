@@ -21,16 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
 from brokertest.checks import TestFailure, check, check_eq, run_tests  # noqa: E402
-from brokertest.nodes import Node  # noqa: E402
+from brokertest.nodes import NODE_TLS, Node, cert  # noqa: E402
 from brokertest.wsclient import expect_close, in_thread, recv, subscribe  # noqa: E402
 
-CERTS = os.path.join(HERE, "certs")
 TEN_COUNTS = ['{"type":"data-message","topic":"/test","@data-type":"count","data":%d}' % n
               for n in range(1, 11)]
-
-
-def cert(name):
-    return os.path.join(CERTS, name)
 
 
 def client_context(leaf=None):
@@ -60,9 +55,7 @@ async def expect_refused(port, what, **kwargs):
 
 
 async def main(binary):
-    tls = {"certificate": cert("server.pem"), "key": cert("server.enc.key"),
-           "passphrase": "12345", "cafile": cert("ca.pem")}
-    with Node(binary, web_socket=True, tls=tls) as node:
+    with Node(binary, web_socket=True, tls=NODE_TLS) as node:
         check(node.url().startswith("wss://"), "the node's URL: %s" % node.url())
         ctx = client_context("client")
         recv_ws, _ = await subscribe(node.ws_port, ["/test"], ssl=ctx)

@@ -6,6 +6,7 @@
 
     run_tests([test_relay, test_restart], limit=90)           # argv: <broker-node>
     run_tests([main], limit=150, binaries=("broker-throughput", "broker-node"))
+    skip_script("no zeekpy")             # a script that cannot run here at all: exit 77
 
 Every test gets the binaries named on the command line, in the order of `binaries`. A test
 is a function or a coroutine function (run with asyncio). The tests run in order; a failure
@@ -36,6 +37,13 @@ class TestFailure(AssertionError):
 
 class Skip(Exception):
     """Raised by a test that cannot run on this machine (the message says why)."""
+
+
+def skip_script(reason):
+    """Ends a script that cannot run on this machine at all (a module it imports is
+    missing) as skipped, before any test runs."""
+    print("SKIP %s: %s" % (os.path.basename(sys.argv[0]), reason), flush=True)
+    sys.exit(SKIP_CODE)
 
 
 def check(condition, message):

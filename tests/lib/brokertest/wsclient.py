@@ -5,17 +5,23 @@
     check_eq(await recv(other, what="the message"), data_message("/test/x", "count", 1), ...)
     await poll_metric(node.metrics_port, key, lambda v: v == 0)
 
-Needs the websockets package: only the ws.* tests import this module (they run on the
-system interpreter, which has it).
+Needs the websockets package: only the ws.* and py.* tests import this module (they run
+on the system interpreter, which has it); without it, importing this module ends the
+script as skipped.
 """
 
 import asyncio
+import functools
 import json
+import sys
 
-import websockets
-
-from .checks import TestFailure, check, check_eq
+from .checks import TestFailure, check, check_eq, skip_script
 from .net import LOCALHOST, WEB_SOCKET_PATH, wait_metric
+
+try:
+    import websockets
+except ImportError as e:
+    skip_script("%s cannot import websockets (%s)" % (sys.executable, e))
 
 WAIT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 2.0
@@ -107,9 +113,11 @@ def error_frame(context, code="deserialization_failed"):
     return '{"type":"error","code":"%s","context":%s}' % (code, json.dumps(context))
 
 
-async def in_thread(function, *args):
-    """Runs a blocking call (a scrape, a node's exit) without stalling the event loop."""
-    return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+async def in_thread(function, *args, **kwargs):
+    """Runs a blocking call (a scrape, a node's exit, a synchronous client) on a worker
+    thread, so that the event loop, and the script's time limit, keep running."""
+    return await asyncio.get_running_loop().run_in_executor(
+        None, functools.partial(function, *args, **kwargs))
 
 
 async def poll_metric(port, key, pred, timeout=WAIT_TIMEOUT, what=None):
