@@ -8,13 +8,16 @@ problem; an unreachable node exits 1.
 
 import json
 import os
-import subprocess
 import sys
 
-from harness import Node, TestFailure, blocking, check, check_eq, run
+import harness  # noqa: F401  (the paths of brokertest and brokerclient)
+from brokertest.checks import check, check_eq, run_tests
+from brokertest.nodes import Node
+from brokertest.procs import Cleanup, Proc, run_once
+from brokertest.wsclient import in_thread
 
-COMMAND = [sys.executable, "-m", "brokerclient"]
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+MODULE = ["-m", "brokerclient"]
+ENV = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 TIMEOUT = 30
 
 PUBLISHED = [
@@ -30,74 +33,66 @@ PUBLISHED = [
 ]
 
 
-def cli(args, **kwargs):
-    return subprocess.run(COMMAND + args, env=ENV, capture_output=True, text=True,
-                          timeout=TIMEOUT, **kwargs)
+def cli(args):
+    """Runs the command line to its end: (exit code, stdout, stderr)."""
+    return run_once(sys.executable, MODULE + args, timeout=TIMEOUT, env=ENV)
 
 
-def start_subscriber(url, extra):
-    proc = subprocess.Popen(COMMAND + ["subscribe", url, "/c", "-n", str(len(PUBLISHED))]
-                            + extra, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    seen = []
-    for _ in range(20):  # printed once the node acknowledged the subscription
-        line = proc.stderr.readline()
-        seen.append(line)
-        if "subscribed to" in line:
-            return proc
-        if not line:
-            break
-    proc.kill()
-    raise TestFailure("the subscriber did not report its subscription: %s" % "".join(seen))
+async def start_subscriber(cleanup, url, extra, name):
+    """A subscriber, once it reported that the node acknowledged its subscription."""
+    proc = cleanup.add(Proc(sys.executable, MODULE + ["subscribe", url, "/c", "-n",
+                                                      str(len(PUBLISHED))] + extra,
+                            name, env=ENV))
+    await in_thread(proc.wait_for, lambda l: "subscribed to" in l, TIMEOUT,
+                    "the subscription", stderr=True)
+    return proc
 
 
-async def main(binary):
-    with Node(binary) as node:
+async def test_publish_subscribe(node_bin):
+    """subscribers (plain and --v1) print what publish and event send, one JSON line each"""
+    with Cleanup() as cleanup:
+        node = cleanup.add(Node(node_bin, web_socket=True))
         url = node.url()
-        plain = await blocking(start_subscriber, url, [])
-        typed = await blocking(start_subscriber, url, ["--v1"])
-        try:
-            for args, _, _ in PUBLISHED:
-                result = await blocking(cli, [args[0], url] + args[1:])
-                check_eq(result.returncode, 0, "exit status of %s (stderr: %s)"
-                         % (" ".join(args), result.stderr))
-            for proc, what in [(plain, "plain"), (typed, "--v1")]:
-                out, err = await blocking(proc.communicate, timeout=TIMEOUT)
-                check_eq(proc.returncode, 0, "exit status of the %s subscriber (stderr: %s)"
-                         % (what, err))
-                lines = [json.loads(line) for line in out.splitlines()]
-                check_eq(len(lines), len(PUBLISHED), "lines of the %s subscriber" % what)
-                if proc is plain:
-                    check_eq(lines, [shown for _, shown, _ in PUBLISHED], "plain output")
-                else:
-                    for line, (_, _, v1) in zip(lines, PUBLISHED):
-                        if v1 is not None:
-                            check_eq(line["value"], v1, "--v1 output of %s" % line["topic"])
-                    event = lines[-1]["value"]
-                    check_eq(event["@data-type"], "vector", "--v1 event")
-                    check_eq(event["data"][2]["data"][1]["data"][1],
-                             {"@data-type": "port", "data": "80/tcp"}, "--v1 event argument")
-        finally:
-            for proc in (plain, typed):
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+        plain = await start_subscriber(cleanup, url, [], "plain subscriber")
+        typed = await start_subscriber(cleanup, url, ["--v1"], "--v1 subscriber")
+        for args, _, _ in PUBLISHED:
+            code, _, err = await in_thread(cli, [args[0], url] + args[1:])
+            check_eq(code, 0, "exit status of %s (stderr: %s)" % (" ".join(args), err))
+        for proc in (plain, typed):
+            check_eq(await in_thread(proc.wait_exit, TIMEOUT), 0,
+                     "exit status of the %s\n%s" % (proc.name, proc.describe()))
+            lines = [json.loads(line) for line in proc.lines]
+            check_eq(len(lines), len(PUBLISHED), "lines of the %s" % proc.name)
+            if proc is plain:
+                check_eq(lines, [shown for _, shown, _ in PUBLISHED], "plain output")
+            else:
+                for line, (_, _, v1) in zip(lines, PUBLISHED):
+                    if v1 is not None:
+                        check_eq(line["value"], v1, "--v1 output of %s" % line["topic"])
+                event = lines[-1]["value"]
+                check_eq(event["@data-type"], "vector", "--v1 event")
+                check_eq(event["data"][2]["data"][1]["data"][1],
+                         {"@data-type": "port", "data": "80/tcp"}, "--v1 event argument")
 
+
+async def test_usage_errors(node_bin):
+    """bad values and arguments exit 2 naming the problem; an unreachable node exits 1"""
+    with Node(node_bin, web_socket=True) as node:
+        url = node.url()
         for args, fragment in [
                 (["publish", url, "/c", '{"@data-type":"count","data":-1}'], "count out of range"),
                 (["publish", url, "<$>/x", "1"], "reserved"),
                 (["publish", url, "/c", str(2**64)], "out of the integer range"),
                 (["subscribe", url], "the following arguments are required"),
                 (["publish", "http://127.0.0.1:1", "/c", "1"], "ws:// or wss://")]:
-            result = await blocking(cli, args)
-            check_eq(result.returncode, 2, "exit status of %s" % args)
-            check(fragment in result.stderr, "stderr of %s names the problem: %r"
-                  % (args, result.stderr))
-        result = await blocking(cli, ["publish", "ws://127.0.0.1:1", "/c", "1"])
-        check_eq(result.returncode, 1, "exit status for an unreachable node")
-        check("cannot connect" in result.stderr, "stderr: %r" % result.stderr)
-        result = await blocking(cli, ["--help"])
-        check_eq(result.returncode, 0, "exit status of --help")
+            code, _, err = await in_thread(cli, args)
+            check_eq(code, 2, "exit status of %s" % args)
+            check(fragment in err, "stderr of %s names the problem: %r" % (args, err))
+    code, _, err = await in_thread(cli, ["publish", "ws://127.0.0.1:1", "/c", "1"])
+    check_eq(code, 1, "exit status for an unreachable node")
+    check("cannot connect" in err, "stderr: %r" % err)
+    code, _, _ = await in_thread(cli, ["--help"])
+    check_eq(code, 0, "exit status of --help")
 
 
-run(main, limit=120)
+run_tests([test_publish_subscribe, test_usage_errors], limit=100)

@@ -15,7 +15,10 @@ import subprocess
 import sys
 import tempfile
 
-from harness import PYTHON_PACKAGE, ROOT, Node, blocking, check, check_eq, run, skip
+from harness import PYTHON_PACKAGE, ROOT
+from brokertest.checks import Skip, check, check_eq, run_tests
+from brokertest.nodes import Node
+from brokertest.wsclient import in_thread
 
 TIMEOUT = 120
 
@@ -27,11 +30,11 @@ def tooling_problem():
         "v = tuple(int(x) for x in setuptools.__version__.split('.')[:2])\n"
         "assert v >= (61, 0), 'setuptools ' + setuptools.__version__\n"
         "if v < (70, 1): import wheel  # older setuptools build wheels with it")],
-        capture_output=True, text=True, env=clean_env())
+        capture_output=True, text=True, env=install_env(), timeout=TIMEOUT)
     return probe.stderr.strip().splitlines()[-1] if probe.returncode else None
 
 
-def clean_env():
+def install_env():
     """The environment without pip settings and without the source tree on the path (but
     with any other PYTHONPATH entry, e.g. where a websockets release was put)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
@@ -55,7 +58,7 @@ def install(tmp):
     shutil.copytree(PYTHON_PACKAGE, source, ignore=shutil.ignore_patterns(
         "__pycache__", "build", "*.egg-info"))
     venv = os.path.join(tmp, "venv")
-    env = clean_env()
+    env = install_env()
     result = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
                              "--without-pip", venv], capture_output=True, text=True, env=env,
                             timeout=TIMEOUT)
@@ -70,13 +73,17 @@ def install(tmp):
     return venv, python, env
 
 
-async def main(binary):
+async def test_install(node_bin):
+    """pip installs ./python offline, and the README's examples run against a node"""
+    problem = await in_thread(tooling_problem)
+    if problem:
+        raise Skip("cannot install offline with %s: %s" % (sys.executable, problem))
     examples = readme_examples()
     check_eq(len(examples), 2, "python/README.md's blocking and asyncio examples")
     tmp = tempfile.mkdtemp(prefix="brokerclient-install-")
     try:
-        venv, python, env = await blocking(install, tmp)
-        result = await blocking(subprocess.run, [python, "-c", (
+        venv, python, env = await in_thread(install, tmp)
+        result = await in_thread(subprocess.run, [python, "-c", (
             "import brokerclient, importlib.metadata as m; print(brokerclient.__file__); "
             "print(m.version('broker-client'))")], capture_output=True, text=True, env=env,
             cwd=tmp, timeout=TIMEOUT)
@@ -85,17 +92,17 @@ async def main(binary):
         check(location.startswith(venv), "brokerclient imported from %s, not the venv"
               % location)
         check_eq(version, "0.1.0", "the installed distribution's version")
-        result = await blocking(subprocess.run, [os.path.join(venv, "bin", "brokerclient"),
-                                                 "--help"], capture_output=True, text=True,
-                                env=env, timeout=TIMEOUT)
+        result = await in_thread(subprocess.run, [os.path.join(venv, "bin", "brokerclient"),
+                                                  "--help"], capture_output=True, text=True,
+                                 env=env, timeout=TIMEOUT)
         check_eq(result.returncode, 0, "the brokerclient console script")
 
-        with Node(binary) as node:
+        with Node(node_bin, web_socket=True) as node:
             for i, example in enumerate(examples):
                 code = example.replace("ws://127.0.0.1:9997", node.url())
-                result = await blocking(subprocess.run, [python, "-c", code],
-                                        capture_output=True, text=True, env=env, cwd=tmp,
-                                        timeout=TIMEOUT)
+                result = await in_thread(subprocess.run, [python, "-c", code],
+                                         capture_output=True, text=True, env=env, cwd=tmp,
+                                         timeout=TIMEOUT)
                 check_eq(result.returncode, 0, "README example %d:\n%s\nstderr: %s"
                          % (i + 1, code, result.stderr))
                 print("README example %d printed: %s" % (i + 1, result.stdout.strip()))
@@ -107,7 +114,4 @@ async def main(binary):
           "installing left build files in %s" % os.path.relpath(PYTHON_PACKAGE, ROOT))
 
 
-problem = tooling_problem()
-if problem:
-    skip("cannot install offline with %s: %s" % (sys.executable, problem))
-run(main, limit=240)
+run_tests([test_install], limit=220)

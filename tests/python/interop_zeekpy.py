@@ -15,12 +15,15 @@ import os
 import threading
 import time
 
-from harness import Node, blocking, check, check_eq, run, skip
+import harness  # noqa: F401  (the paths of brokertest and brokerclient)
+from brokertest.checks import check, check_eq, run_tests, skip_script
+from brokertest.nodes import Node
+from brokertest.wsclient import in_thread
 
 try:
     import zeekpy
 except ImportError as e:
-    skip("zeekpy is not installed (%s)" % e)
+    skip_script("zeekpy is not installed (%s)" % e)
 
 from brokerclient import Count, Enum, Event, Port, aio  # noqa: E402
 
@@ -61,15 +64,16 @@ def zeekpy_publishes(url):
             {"k": zeekpy.count(1)}, [1, 2], 0.25, False])
 
 
-async def main(binary):
-    with Node(binary) as node:
+async def test_interop(node_bin):
+    """brokerclient and zeekpy exchange Zeek events with typed arguments, both ways"""
+    with Node(node_bin, web_socket=True) as node:
         url = node.url()
         async with aio.connect(url, ["/interop/from-zeekpy"]) as client:
             # brokerclient -> zeekpy
             started = threading.Event()
-            consumer = blocking(zeekpy_receives, url, started)
+            consumer = in_thread(zeekpy_receives, url, started)
             task = asyncio.ensure_future(consumer)
-            check(await blocking(started.wait, TIMEOUT), "zeekpy did not connect")
+            check(await in_thread(started.wait, TIMEOUT), "zeekpy did not connect")
             await client.publish("/interop/to-zeekpy", Event("ping", [
                 Count(7), "from brokerclient", ipaddress.ip_address("10.0.0.1"),
                 Port(443, "tcp"), Enum("Intel::ADDR"), datetime.timedelta(seconds=2), WHEN,
@@ -89,7 +93,7 @@ async def main(binary):
                      "containers and scalars at zeekpy")
 
             # zeekpy -> brokerclient
-            await blocking(zeekpy_publishes, url)
+            await in_thread(zeekpy_publishes, url)
             topic, event = await client.get(TIMEOUT)
             check_eq(topic, "/interop/from-zeekpy", "topic from zeekpy")
             check(isinstance(event, Event), "zeekpy's event decodes to an Event: %r" % (event,))
@@ -105,4 +109,4 @@ async def main(binary):
             check_eq(type(event.args[8]["k"]), Count, "count inside a table from zeekpy")
 
 
-run(main, limit=60)
+run_tests([test_interop], limit=45)

@@ -13,9 +13,12 @@ ends the client with ConnectionClosed.
 import asyncio
 import time
 
-from harness import Node, TestFailure, blocking, check, check_eq, run
+import harness  # noqa: F401  (the paths of brokertest and brokerclient)
+from brokertest.checks import TestFailure, check, check_eq, run_tests
+from brokertest.nodes import Node
+from brokertest.wsclient import in_thread
 
-import brokerclient  # noqa: E402
+import brokerclient
 from brokerclient import ConnectionClosed, aio
 
 TIMEOUT = 20
@@ -41,7 +44,7 @@ async def publish_until_received(pub, receivers, topic):
             raise TestFailure("%d receivers got nothing on %s after the restart"
                               % (len(pending), topic))
         n += 1
-        await blocking(pub.publish, topic, n, TIMEOUT)
+        await in_thread(pub.publish, topic, n, TIMEOUT)
         for get in list(pending):
             try:
                 while True:
@@ -53,19 +56,25 @@ async def publish_until_received(pub, receivers, topic):
                 pass
 
 
-async def main(binary):
-    with Node(binary, name="restarted") as node:
+async def test_reconnect(node_bin):
+    """clients with reconnect=True come back after the node is SIGKILLed and SIGTERMed
+
+    They re-subscribe on their own; what they publish meanwhile is queued and sent."""
+    with Node(node_bin, name="restarted", web_socket=True) as node:
         asub = await aio.connect(node.url(), ["/r"], **FAST)
-        bsub = await blocking(brokerclient.connect, node.url(), ["/r"], **FAST)
-        pub = await blocking(brokerclient.connect, node.url(), [], **FAST)
+        bsub = await in_thread(brokerclient.connect, node.url(), ["/r"], **FAST)
+        pub = await in_thread(brokerclient.connect, node.url(), [], **FAST)
         plain = await aio.connect(node.url(), ["/r"])
-        tiny = await blocking(brokerclient.connect, node.url(), [], outbox_size=1, **FAST)
-        receivers = [asub.get, lambda timeout: blocking(bsub.get, timeout)]
+        tiny = await in_thread(brokerclient.connect, node.url(), [], outbox_size=1, **FAST)
+        receivers = [asub.get, lambda timeout: in_thread(bsub.get, timeout)]
 
         await publish_until_received(pub, receivers, "/r/before")
         first_endpoint = asub.endpoint
 
-        node.restart()  # SIGKILL: the clients see the TCP connection die
+        # On this thread (processes die with the thread that started them, procs.py), so
+        # the clients' event loop waits meanwhile. SIGKILL: the clients see the TCP
+        # connection die.
+        node.restart()
         await publish_until_received(pub, receivers, "/r/after-kill")
         check(asub.endpoint != first_endpoint, "the ack of the new node was read")
         check(asub.connected and bsub.connected and pub.connected, "connected again")
@@ -78,32 +87,33 @@ async def main(binary):
         except ConnectionClosed as e:
             print("without reconnect: %s" % e)
 
-        node.terminate()  # SIGTERM: the node closes every client with 1000
+        # SIGTERM: the node closes every client with 1000.
+        check_eq(await in_thread(node.stop), 0, "the node's exit status after SIGTERM")
         await wait_until(lambda: not (pub.connected or tiny.connected), "the close noticed")
         # Publishing while the node is down queues (up to outbox_size messages, then
         # publish() waits for room), and flush() waits until the queue went out.
-        await blocking(pub.publish, "/r/during", "queued", TIMEOUT)
-        await blocking(tiny.publish, "/r/during", "fits")
+        await in_thread(pub.publish, "/r/during", "queued", TIMEOUT)
+        await in_thread(tiny.publish, "/r/during", "fits")
         try:
-            await blocking(tiny.publish, "/r/during", "does not fit", 0.2)
+            await in_thread(tiny.publish, "/r/during", "does not fit", 0.2)
             raise AssertionError("publish to a full outbox did not time out")
         except TimeoutError as e:
             print("full outbox: %s" % e)
-        flushed = asyncio.ensure_future(blocking(pub.flush, TIMEOUT))
+        flushed = asyncio.ensure_future(in_thread(pub.flush, TIMEOUT))
         await asyncio.sleep(0.2)
         check(not flushed.done(), "flush() returned while the node was down")
         node.restart()
         await asyncio.wait_for(flushed, TIMEOUT + 5)
-        await blocking(tiny.flush, TIMEOUT)
+        await in_thread(tiny.flush, TIMEOUT)
         await publish_until_received(pub, receivers, "/r/after-stop")
         check_eq((asub.reconnects, bsub.reconnects, pub.reconnects), (2, 2, 2),
                  "reconnects after the second restart")
 
         await asub.close()
         await plain.close()
-        await blocking(bsub.close)
-        await blocking(pub.close)
-        await blocking(tiny.close)
+        await in_thread(bsub.close)
+        await in_thread(pub.close)
+        await in_thread(tiny.close)
 
 
-run(main, limit=120)
+run_tests([test_reconnect], limit=100)

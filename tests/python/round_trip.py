@@ -16,17 +16,15 @@ vector, nanosecond timespans, ...).
 import asyncio
 import datetime
 import ipaddress
-import sys
 
-from harness import UNIT_TESTS, Node, blocking, check, check_eq, run
+import harness  # noqa: F401  (the paths of brokertest, brokerclient and test_codec)
+from brokertest.checks import check, check_eq, run_tests
+from brokertest.nodes import Node
+from brokertest.wsclient import in_thread, recv_data, subscribe
 
-import brokerclient  # noqa: E402
+import brokerclient
 from brokerclient import Count, EncodeError, aio, codec
-
-sys.path.insert(0, UNIT_TESTS)
-from test_codec import EVERY_TYPE, nest, same  # noqa: E402
-
-import wsnode  # noqa: E402
+from test_codec import EVERY_TYPE, nest, same
 
 UTC = datetime.timezone.utc
 TIMEOUT = 10
@@ -36,11 +34,12 @@ def check_same(got, expected, what):
     check(same(got, expected), "%s:\n  sent:     %r\n  received: %r" % (what, expected, got))
 
 
-async def main(binary):
-    with Node(binary) as node:
-        raw, _ = await wsnode.subscribe(node.ws_port, ["/types"])
-        pub = await blocking(brokerclient.connect, node.url(), [])
-        sub = await blocking(brokerclient.connect, node.url(), ["/types"])
+async def test_types(node_bin):
+    """every type crosses the node to both clients as the same value, in brokerclient's frame"""
+    with Node(node_bin, web_socket=True) as node:
+        raw, _ = await subscribe(node.ws_port, ["/types"])
+        pub = await in_thread(brokerclient.connect, node.url(), [])
+        sub = await in_thread(brokerclient.connect, node.url(), ["/types"])
         # Extra headers go through whichever keyword the websockets release uses.
         async with aio.connect(node.url(), ["/types"],
                                headers={"X-Application-Name": "py.types"}) as asub:
@@ -48,27 +47,27 @@ async def main(binary):
 
             for i, value in enumerate(EVERY_TYPE):
                 topic = "/types/%d" % i
-                await blocking(pub.publish, topic, value)
+                await in_thread(pub.publish, topic, value)
                 check_same(await asub.get(TIMEOUT), (topic, value), "asyncio client, value %d"
                            % i)
-                check_same(await blocking(sub.get, TIMEOUT), (topic, value),
+                check_same(await in_thread(sub.get, TIMEOUT), (topic, value),
                            "blocking client, value %d" % i)
-                frame = await wsnode.recv_data(raw, what="the node's frame of value %d" % i)
+                frame = await recv_data(raw, what="the node's frame of value %d" % i)
                 check_eq(frame, codec.encode_message(topic, value),
                          "the node's frame of value %d vs brokerclient's encoding" % i)
 
             everything = tuple(EVERY_TYPE)
             await asub.publish("/types/all", everything)
-            check_same(await blocking(sub.get, TIMEOUT), ("/types/all", everything),
+            check_same(await in_thread(sub.get, TIMEOUT), ("/types/all", everything),
                        "all types in one vector, asyncio to blocking")
 
             for i, deepest in enumerate([nest(63, Count(1)), nest(63, ()), nest(63, None),
                                          nest(62, {Count(1): "x"})]):
-                await blocking(pub.publish, "/types/deep", deepest)
+                await in_thread(pub.publish, "/types/deep", deepest)
                 check_same(await asub.get(TIMEOUT), ("/types/deep", deepest),
                            "deepest value %d" % i)
                 try:
-                    await blocking(pub.publish, "/types/deep", [deepest])
+                    await in_thread(pub.publish, "/types/deep", [deepest])
                     raise AssertionError("one level deeper than value %d was encoded" % i)
                 except EncodeError:
                     pass
@@ -79,7 +78,7 @@ async def main(binary):
                 (ipaddress.ip_address("::ffff:10.0.0.1"), ipaddress.ip_address("10.0.0.1")),
             ]
             for sent, expected in changed:
-                await blocking(pub.publish, "/types/changed", sent)
+                await in_thread(pub.publish, "/types/changed", sent)
                 check_same(await asub.get(TIMEOUT), ("/types/changed", expected),
                            "%r through the node" % (sent,))
             # The node never echoes a client's own messages.
@@ -88,22 +87,28 @@ async def main(binary):
             except TimeoutError:
                 got = None
             check(got is None, "the asyncio client received its own message: %r" % (got,))
-
-        # Iterating a blocking client on one thread ends quietly when another closes it.
-        seen = []
-        loop = asyncio.get_running_loop()
-        consumer = loop.run_in_executor(None, lambda: seen.extend(t for t, _ in sub))
-        await blocking(pub.publish, "/types/iter", 1)
-        await blocking(pub.publish, "/types/iter", 2)
-        deadline = loop.time() + TIMEOUT
-        while seen.count("/types/iter") < 2 and loop.time() < deadline:
-            await asyncio.sleep(0.01)
-        await blocking(sub.close)
-        await asyncio.wait_for(consumer, TIMEOUT)
-        check_eq(seen[-2:], ["/types/iter", "/types/iter"], "what the iterating thread saw")
-
-        await blocking(pub.close)
+        await in_thread(sub.close)
+        await in_thread(pub.close)
         await raw.close()
 
 
-run(main, limit=90)
+async def test_iteration_ends_on_close(node_bin):
+    """a thread iterating a blocking client ends quietly when another thread closes it"""
+    with Node(node_bin, web_socket=True) as node:
+        pub = await in_thread(brokerclient.connect, node.url(), [])
+        sub = await in_thread(brokerclient.connect, node.url(), ["/types"])
+        seen = []
+        loop = asyncio.get_running_loop()
+        consumer = loop.run_in_executor(None, lambda: seen.extend(t for t, _ in sub))
+        await in_thread(pub.publish, "/types/iter", 1)
+        await in_thread(pub.publish, "/types/iter", 2)
+        deadline = loop.time() + TIMEOUT
+        while seen.count("/types/iter") < 2 and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        await in_thread(sub.close)
+        await asyncio.wait_for(consumer, TIMEOUT)
+        check_eq(seen, ["/types/iter", "/types/iter"], "what the iterating thread saw")
+        await in_thread(pub.close)
+
+
+run_tests([test_types, test_iteration_ends_on_close], limit=75)
