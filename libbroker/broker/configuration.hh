@@ -222,7 +222,7 @@ public:
   size_t store_master_probe_timeout() const;
   /// broker.max-nesting-depth: deepest container nesting a decoder accepts.
   size_t max_nesting_depth() const;
-  /// broker.log-level: "error", "warning", "info" or "debug".
+  /// broker.log-level: "quiet", "error", "warning", "info", "debug" or "trace".
   const std::string& log_level() const;
 
   /// Equal if both have the same program options and the same values.

@@ -2,6 +2,7 @@
 
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
+#include "broker/internal/config/operations_options.hh"
 
 #include <future>
 #include <thread>
@@ -66,7 +67,10 @@ endpoint::endpoint(configuration cfg) {
   auto id = endpoint_id::random();
   ctx_ = std::make_shared<internal::endpoint_context>(std::move(cfg), id);
   const auto& conf = ctx_->config();
-  internal::set_log_level(internal::parse_log_level(conf.log_level()));
+  // Each endpoint logs at its own level (logger.hh); JSON lines name it.
+  auto ops = internal::read_operations_settings(conf);
+  auto lg = std::make_shared<internal::logger>(
+    ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
   internal::core_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();
@@ -78,7 +82,7 @@ endpoint::endpoint(configuration cfg) {
   auto own_id = ctx_->next_id();
   own_ = attach_source(*rt, own_id, ctx_->config().publisher_buffer_size());
   auto ctx = ctx_;
-  auto io = std::make_shared<internal::io_runtime>(conf);
+  auto io = std::make_shared<internal::io_runtime>(conf, std::move(lg));
   auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
                                                       [ctx] { return ctx->next_id(); });
   // The core tells the network what to offer in new handshakes whenever that changes.
@@ -130,8 +134,8 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   if (!srv)
     return srv.error_value();
   auto bound = (*srv)->port();
-  internal::log(internal::log_level::info, web_socket ? "web-socket" : "metrics",
-                "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
+  io->get_logger().write(internal::log_level::info, web_socket ? "web-socket" : "metrics",
+                         "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
                   + std::to_string(bound));
   ctx.add_server(std::move(*srv));
   return bound;

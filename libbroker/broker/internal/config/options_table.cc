@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "broker/internal/config/config_file.hh"
+#include "broker/internal/config/operations_options.hh"
 
 namespace broker::internal {
 
@@ -256,9 +257,13 @@ std::vector<option_info> make_options_table() {
   add(bo::max_nesting_depth,
       count_option("broker.max-nesting-depth", 128, min_nesting_depth, max_nesting_depth,
                    "deepest container nesting accepted when decoding data"));
-  add(bo::log_level, choice_option("broker.log-level", "info",
-                                   {"error", "warning", "info", "debug"},
-                                   "least severe log level that is written"));
+  add(bo::log_level, [] {
+        auto info = choice_option("broker.log-level", "info",
+                                  {"quiet", "error", "warning", "info", "debug", "trace"},
+                                  "least severe log level that is written; quiet: none");
+        info.env = "BROKER_CONSOLE_VERBOSITY"; // Broker's name for its console log level.
+        return info;
+      }());
   add(bo::ssl_certificate,
       string_option("broker.ssl.certificate", "path of this node's PEM certificate"));
   add(bo::ssl_key, string_option("broker.ssl.key", "path of the certificate's private key"));
@@ -310,6 +315,8 @@ std::vector<option_info> make_options_table() {
       count_option("broker.store.master-probe-timeout", 300, 0, max_timeout_ms,
                    "milliseconds attach_master waits for an existing master to object"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
+  // Rows read by key, not by builtin_option (operations_options.hh).
+  append_operations_options(table);
   return table;
 }
 

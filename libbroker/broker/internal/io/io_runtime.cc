@@ -54,7 +54,8 @@ std::string_view to_string(tls_mode x) noexcept {
 }
 
 struct io_runtime::impl {
-  explicit impl(const configuration& cfg) : work(asio::make_work_guard(ioc)) {
+  impl(const configuration& cfg, std::shared_ptr<const logger> log)
+    : work(asio::make_work_guard(ioc)), lg(std::move(log)) {
     setup_tls(cfg);
     auto n = cfg.io_threads() == 0 ? 1 : cfg.io_threads();
     for (size_t i = 0; i < n; ++i)
@@ -68,6 +69,7 @@ struct io_runtime::impl {
   // The io_context is declared first so that it is destroyed last.
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> work;
+  std::shared_ptr<const logger> lg; // Before setup_tls(), which may log.
   std::vector<std::thread> threads;
   tls_mode mode = tls_mode::plain;
   bool unauthenticated_plain = false;
@@ -93,7 +95,7 @@ void io_runtime::impl::setup_tls(const configuration& cfg) {
   if (auto err = configured ? setup_verified(cfg) : setup_anonymous()) {
     tls_error = std::move(err);
     tls.reset();
-    log(log_level::error, component, tls_error.message());
+    (lg ? *lg : default_logger()).write(log_level::error, component, tls_error.message());
   }
 }
 
@@ -148,7 +150,12 @@ error io_runtime::impl::setup_verified(const configuration& cfg) {
   return {};
 }
 
-io_runtime::io_runtime(const configuration& cfg) : impl_(std::make_unique<impl>(cfg)) {
+io_runtime::io_runtime(const configuration& cfg, std::shared_ptr<const logger> log)
+  : impl_(std::make_unique<impl>(cfg, std::move(log))) {
+}
+
+const logger& io_runtime::get_logger() const noexcept {
+  return impl_->lg ? *impl_->lg : default_logger();
 }
 
 io_runtime::~io_runtime() {
@@ -170,19 +177,20 @@ expected<asio::ssl::context*> io_runtime::tls() {
     switch (impl_->mode) {
       case tls_mode::plain:
         if (impl_->unauthenticated_plain)
-          log(log_level::warning, component,
+          get_logger().write(log_level::warning, component,
               "connections are NOT encrypted or authenticated: no broker.ssl.* certificate "
               "is configured (set broker.disable-ssl=true to acknowledge plain TCP)");
         break;
       case tls_mode::anonymous:
-        log(log_level::warning, component,
+        get_logger().write(log_level::warning, component,
             "connections use TLS with anonymous ECDH, as Zeek Broker does by default: "
             "encrypted, but NOBODY IS AUTHENTICATED; configure broker.ssl.certificate, "
             "broker.ssl.key and broker.ssl.cafile for mutually authenticated TLS, or set "
             "broker.disable-ssl=true for plain TCP");
         break;
       case tls_mode::verified:
-        log(log_level::info, component, "connections use mutually authenticated TLS");
+        get_logger().write(log_level::info, component,
+                           "connections use mutually authenticated TLS");
         break;
     }
   });

@@ -41,10 +41,13 @@ enum class tls_mode : uint8_t { plain, anonymous, verified };
 
 std::string_view to_string(tls_mode x) noexcept;
 
+class logger;
+
 class io_runtime {
 public:
-  /// Builds the TLS context from `cfg` and starts `broker.io-threads` threads.
-  explicit io_runtime(const configuration& cfg);
+  /// Builds the TLS context from `cfg` and starts `broker.io-threads` threads. Everything
+  /// on this runtime logs through `log` (the endpoint's logger); null: default_logger().
+  explicit io_runtime(const configuration& cfg, std::shared_ptr<const logger> log = nullptr);
   ~io_runtime();
 
   io_runtime(const io_runtime&) = delete;
@@ -57,6 +60,9 @@ public:
   /// The TLS context for new connections (null for plain TCP). Fails with the setup
   /// error if broker.ssl.* is broken; warns once about anonymous TLS.
   expected<boost::asio::ssl::context*> tls();
+
+  /// The endpoint's logger (logger.hh), shared by its peerings and servers.
+  const logger& get_logger() const noexcept;
 
   /// True if the calling thread runs the io_context.
   bool on_io_thread() const noexcept;

@@ -22,6 +22,7 @@
 //     connection at once; closing never waits on a peer that does not read for longer than
 //     the BYE timeout.
 
+#include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/source_inbox.hh"
 #include "broker/internal/io/gather.hh"
@@ -78,6 +79,9 @@ public:
   bool extension() const noexcept { return extension_; }
 
 private:
+  /// Writes through the endpoint's logger (defined in peer_manager.cc).
+  void log(log_level level, std::string_view component, std::string_view message) const;
+
   void do_start();
 
   // -- reading

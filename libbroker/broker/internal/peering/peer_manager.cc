@@ -116,7 +116,7 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.inbox = in;
   att.handshake_filter = conn->sent_filter();
   rt->post([att = std::move(att)](core_state& st) mutable { st.add_peer(std::move(att)); });
-  log(log_level::info, component,
+  io.get_logger().write(log_level::info, component,
       "peered with " + to_string(remote) + " at " + endpoint_text(conn->address(), conn->port())
         + (conn->extension() ? " (origin-v1)" : ""));
   for (auto& w : to_drop)
@@ -229,7 +229,7 @@ void peer_manager_impl::dial_failed(const std::shared_ptr<outgoing_peering>& out
     if (!retry)
       report(out, err);
     else
-      log(log_level::info, component,
+      io.get_logger().write(log_level::info, component,
           err.message() + "; retrying in "
             + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(out->retry)
                                .count())
@@ -299,6 +299,13 @@ void peer_manager_impl::stop() {
   });
 }
 
+// -- connection hooks -------------------------------------------------------------------
+
+void connection::log(log_level level, std::string_view component,
+                     std::string_view message) const {
+  mgr_->io.get_logger().write(level, component, message);
+}
+
 // -- peer_manager -----------------------------------------------------------------------
 
 peer_manager::peer_manager(endpoint_id own, const configuration& cfg, io_runtime& io,
@@ -364,7 +371,8 @@ expected<uint16_t> peer_manager::listen(const std::string& address, uint16_t por
     impl_->accept_loops.push_back(accept);
   }
   asio::post(impl_->io.context(), [accept] { (*accept)(); });
-  log(log_level::info, component, "listening on " + endpoint_text(address, bound));
+  impl_->io.get_logger().write(log_level::info, component,
+                               "listening on " + endpoint_text(address, bound));
   return bound;
 }
 

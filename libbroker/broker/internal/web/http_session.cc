@@ -2,6 +2,7 @@
 
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server_impl.hh"
 #include "broker/internal/web/ws_session.hh"
 #include "broker/metrics.hh"
@@ -130,8 +131,9 @@ void http_session::start() {
   conn_->async_handshake(false, [self = shared_from_this()](boost::system::error_code ec) {
     if (ec) {
       // No client certificate, one from another CA, a plain ws:// client, ...
-      log(log_level::info, component,
-          "TLS handshake with " + self->conn_->remote_name() + " failed: " + ec.message());
+      self->srv_->io.get_logger().write(log_level::info, component,
+                                        "TLS handshake with " + self->conn_->remote_name()
+                                          + " failed: " + ec.message());
       self->timer_.cancel();
       self->conn_->close();
       return;

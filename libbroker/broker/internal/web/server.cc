@@ -13,6 +13,11 @@ using tcp = asio::ip::tcp;
 
 namespace broker::internal {
 
+void ws_session::log(log_level level, std::string_view component,
+                     std::string_view message) const {
+  srv_->io.get_logger().write(level, component, message);
+}
+
 server_impl::server_impl(io_runtime& io, std::shared_ptr<core_runtime> rt,
                          std::function<uint64_t()> next_id, http_options opts)
   : io(io),

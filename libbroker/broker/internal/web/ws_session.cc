@@ -55,8 +55,8 @@ void ws_session::start() {
   timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec && self->phase_ == phase::awaiting_filter && !self->finished_) {
-      log(log_level::info, component,
-          "client " + self->address_ + " sent no subscriptions in time");
+      self->log(log_level::info, component,
+                "client " + self->address_ + " sent no subscriptions in time");
       self->finish(peer_end::lost, "no subscriptions in time");
     }
   });

@@ -26,6 +26,7 @@
 //      the client's (bounded), then ends. Ending pushes a detach event into the inbox, after
 //      the client's last message (one road into the core).
 
+#include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/source_inbox.hh"
 #include "broker/internal/io/gather.hh"
@@ -65,6 +66,9 @@ public:
 
 private:
   enum class phase : uint8_t { awaiting_filter, attaching, attached };
+
+  /// Writes through the endpoint's logger (defined in server.cc).
+  void log(log_level level, std::string_view component, std::string_view message) const;
 
   // -- reading
   void read_more();
