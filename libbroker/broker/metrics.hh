@@ -48,8 +48,11 @@ struct handler_kind_metrics {
 /// A snapshot of the endpoint's counters.
 struct endpoint_metrics {
   std::array<handler_kind_metrics, num_handler_kinds> kinds{};
-  /// Data messages the core has routed (one per message, however many receivers).
+  /// Messages the core has routed (one per message, however many receivers): data
+  /// messages and store commands.
   uint64_t processed = 0;
+  /// The store commands among `processed`.
+  uint64_t processed_commands = 0;
   /// Messages nobody subscribed to.
   uint64_t unrouted = 0;
   /// Sources currently parked because a `block` sink was full.

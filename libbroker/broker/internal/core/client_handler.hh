@@ -8,6 +8,7 @@
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core/handler.hh"
 #include "broker/internal/core/send_queue.hh"
+#include "broker/status.hh"
 
 #include <memory>
 
@@ -28,6 +29,9 @@ public:
 
   bool request_wakeup(size_t) override { return true; } // Clients never use `block`.
 
+  /// Where the client connected from, for the status page.
+  network_info& network() noexcept { return network_; }
+
   void close() override {
     handler::close();
     queue_->close();
@@ -41,6 +45,7 @@ protected:
 private:
   endpoint_id client_;
   std::shared_ptr<send_queue> queue_;
+  network_info network_;
 };
 
 } // namespace broker::internal

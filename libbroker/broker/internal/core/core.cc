@@ -165,6 +165,7 @@ void core_state::update_peer_filter(uint64_t id, filter_type filter) {
 
 void core_state::add_client(client_attachment att) {
   auto h = std::make_unique<client_handler>(att.id, att.client, att.queue);
+  h->network() = network_info{att.address, att.port, 0};
   clients_[att.id] = h.get();
   add_handler(std::move(h), att.filter);
   add_source(att.inbox);
@@ -405,6 +406,8 @@ bool core_state::route(const data_message& msg, const source_state* src,
                        uint64_t source_id, bool may_park) {
   bool remote = src != nullptr && src->remote;
   ++counters_.processed;
+  if (msg.kind() == message_kind::command)
+    ++counters_.processed_commands;
   const auto& targets = index_.lookup(msg.topic());
   if (targets.empty()) {
     ++counters_.unrouted;
@@ -447,6 +450,8 @@ bool core_state::route(const data_message& msg, const source_state* src,
       flush_all();
       if (!h->request_wakeup(1)) {
         --counters_.processed; // Counted again when the source resumes.
+        if (msg.kind() == message_kind::command)
+          --counters_.processed_commands;
         return false;
       }
     }
@@ -480,8 +485,10 @@ bool core_state::route(const data_message& msg, const source_state* src,
 bool core_state::route_run(const data_message* xs, size_t k, const source_state& src,
                            uint64_t source_id) {
   const auto& targets = index_.lookup(xs[0].topic());
+  auto commands = xs[0].kind() == message_kind::command ? k : 0; // A run has one kind.
   if (targets.empty()) {
     counters_.processed += k;
+    counters_.processed_commands += commands;
     counters_.unrouted += k;
     return true;
   }
@@ -492,6 +499,7 @@ bool core_state::route_run(const data_message* xs, size_t k, const source_state&
       return false; // The per-message path parks exactly at the first message that waits.
   }
   counters_.processed += k;
+  counters_.processed_commands += commands;
   run_routes_.clear();
   for (size_t i = 0; i < k; ++i)
     run_routes_.push_back(route_info{opts_.id, ++next_sequence_, 0, opts_.ttl});

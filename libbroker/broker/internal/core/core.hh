@@ -184,6 +184,9 @@ public:
   const core_options& options() const noexcept { return opts_; }
 
 private:
+  /// Reads the tables for the status page and the metrics (core_status.cc).
+  friend struct core_status_reader;
+
   struct source_state {
     std::shared_ptr<source_inbox> inbox;
     bool remote = false; // A peering: apply forwarding rules and loop suppression.

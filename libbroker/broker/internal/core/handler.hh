@@ -98,6 +98,8 @@ public:
   /// Moves the staged messages into the sink.
   push_result flush() {
     auto result = do_flush(staged_, staged_routes_);
+    delivered_ += result.accepted; // Per batch, for the status page and per-peer metrics.
+    dropped_ += result.dropped;
     staged_.clear();
     staged_routes_.clear();
     if (result.disconnected)
@@ -115,6 +117,13 @@ public:
   }
 
   bool closed() const noexcept { return closed_; }
+
+  /// Messages the sink accepted since the handler was added (drop_oldest: every offered
+  /// one; its evictions count as drops).
+  uint64_t delivered() const noexcept { return delivered_; }
+
+  /// Messages the sink's overflow policy dropped since the handler was added.
+  uint64_t dropped() const noexcept { return dropped_; }
 
 protected:
   /// Moves `xs` into the sink. `routes` is parallel to `xs` if wants_route() else empty.
@@ -139,6 +148,8 @@ private:
   bool closed_ = false;
   bool wants_route_ = false;
   uint8_t accepted_kinds_ = kind_bit(message_kind::data);
+  uint64_t delivered_ = 0;
+  uint64_t dropped_ = 0;
   std::set<topic> filter_;
   std::vector<data_message> staged_;
   std::vector<route_info> staged_routes_;

@@ -203,6 +203,11 @@ size_t source_inbox::buffered() const {
   return pending_.size() + events_.size() + in_flight_;
 }
 
+size_t source_inbox::pending_events() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return events_.size();
+}
+
 void source_inbox::close() {
   callback released;
   {
@@ -242,6 +247,7 @@ size_t source_inbox::take(std::vector<data_message>& msgs,
     pending_.clear();
   }
   in_flight_ += n;
+  taken_ += msgs.size() - offset;
   return n;
 }
 

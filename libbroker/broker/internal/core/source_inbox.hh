@@ -145,6 +145,9 @@ public:
   /// Items pending or in flight.
   size_t buffered() const;
 
+  /// Events (routing updates, the end) pending, i.e. not yet taken by the core.
+  size_t pending_events() const;
+
   /// Wakes blocked publishers; later pushes fail.
   void close();
   bool closed() const;
@@ -159,6 +162,9 @@ public:
 
   /// Marks `n` in-flight items as delivered, making room for publishers.
   void release(size_t n);
+
+  /// Messages (not events) the core took so far. Core thread only, like take().
+  uint64_t taken() const noexcept { return taken_; }
 
 private:
   bool schedule_locked(); // Pre: mtx_ held. Returns true if the caller must wake.
@@ -177,6 +183,7 @@ private:
   bool scheduled_ = false;
   bool closed_ = false;
   bool release_wanted_ = false;
+  uint64_t taken_ = 0; // Written by take() under mtx_, read on the same (core) thread.
   callback wake_;
   callback released_;
 };
