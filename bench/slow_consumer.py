@@ -153,11 +153,11 @@ class Relay:
             "lost": pub["events"] - recv["events"],
             "peak_rss_kib": max((k for _, k in rss if k), default=None), "hwm_kib": hwm,
             "rss": rss,
-            "dropped": {k: metric(metrics, "broker_dropped_messages_total", k, "drop_oldest")
+            "dropped": {k: metric(metrics, "broker_handler_dropped_messages_total", k, "drop_oldest")
                         for k in ("peer", "web_socket")},
-            "ws_disconnects": metric(metrics, "broker_disconnects_total", "web_socket"),
+            "ws_disconnects": metric(metrics, "broker_handler_disconnects_total", "web_socket"),
             "receiver_cut": receiver_cut, "slow_peer_cut": slow_peer_cut,
-            "connections": {k: metric(metrics, "broker_connections", k)
+            "connections": {k: metric(metrics, "broker_handlers", k)
                             for k in ("peer", "web_socket")},
         }
 

@@ -3,6 +3,7 @@
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/node_probe.hh"
 
 #include <future>
 #include <thread>
@@ -95,6 +96,7 @@ endpoint::endpoint(configuration cfg) {
     if (auto n = weak_net.lock())
       n->update_filter(st.announcement_for(0));
   });
+  ctx_->set_probe(internal::make_node_probe(ctx_, ops.endpoint_name, BROKER_VERSION_STRING));
   ctx_->start(std::move(rt));
   ctx_->start_io(std::move(io));
   ctx_->start_network(std::move(net));
@@ -120,6 +122,13 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   internal::http_options opts;
   opts.web_socket = web_socket;
   opts.metrics = !web_socket;
+  if (!web_socket) {
+    auto ops = internal::read_operations_settings(conf);
+    opts.status_page = ops.status_page;
+    opts.endpoint_name = ops.endpoint_name;
+    opts.handler_series_limit = ops.handler_series_limit;
+    opts.probe = ctx.probe();
+  }
   opts.node = ctx.id();
   opts.version = BROKER_VERSION_STRING;
   opts.buffer_size = conf.web_socket_buffer_size();

@@ -9,7 +9,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace broker {
@@ -70,10 +69,5 @@ struct endpoint_metrics {
     return kinds[static_cast<size_t>(k)].dropped[static_cast<size_t>(p)];
   }
 };
-
-/// The metrics in Prometheus text exposition format (version 0.0.4), as served on
-/// GET /metrics: handlers ("connections") by kind, messages processed, buffered and
-/// delivered messages by kind, drops by kind and policy, disconnects, suspended sources.
-std::string to_prometheus(const endpoint_metrics& m);
 
 } // namespace broker

@@ -9,7 +9,7 @@ Three clients on one node with broker.web-socket-buffer-size=64:
   client, so only the slow client can fall behind.
 
 Expected:
-- disconnect (default): the core drops the slow client (broker_disconnects_total 1); when it
+- disconnect (default): the core drops the slow client (broker_handler_disconnects_total 1); when it
   reads, it finds some data, then exactly the backpressure_overflow error frame, then close
   1000;
 - drop_oldest: the slow client stays; it gets an ordered subset ending with the newest 64
@@ -127,9 +127,9 @@ async def scenario(binary, policy):
             await fast.wait_for(FLOOD)
             check_eq(fast.seqs, list(range(FLOOD)), "the fast client's messages (%s)" % policy)
             if policy in (None, "disconnect"):
-                await poll_metric(mport, 'broker_disconnects_total{kind="web_socket"}',
+                await poll_metric(mport, 'broker_handler_disconnects_total{kind="web_socket"}',
                                   lambda v: v == 1, what="the slow client's disconnect")
-                await poll_metric(mport, 'broker_connections{kind="web_socket"}',
+                await poll_metric(mport, 'broker_connections{type="web-socket"}',
                                   lambda v: v == 2, what="two clients left after it")
                 seqs = []
                 while True:
@@ -168,9 +168,9 @@ async def scenario(binary, policy):
                 await flood(pub, fast, FLOOD, 1)
                 check_eq(seq_of(slow.recv_text()), FLOOD, "the next message after the flood")
                 m = scrape_metrics(mport)
-                check_eq(m['broker_disconnects_total{kind="web_socket"}'], 0,
+                check_eq(m['broker_handler_disconnects_total{kind="web_socket"}'], 0,
                          "disconnects under " + policy)
-                check_eq(m['broker_dropped_messages_total{kind="web_socket",policy="%s"}'
+                check_eq(m['broker_handler_dropped_messages_total{kind="web_socket",policy="%s"}'
                            % policy], FLOOD - len(seqs), "messages counted as dropped")
                 print("%s: the slow client read %d of %d messages"
                       % (policy, len(seqs), FLOOD))

@@ -24,7 +24,7 @@ from brokertest.wsclient import data_message, poll_metric, recv, subscribe  # no
 CLIENTS = 1000
 IN_FLIGHT = 100
 FDS_NEEDED = 2 * CLIENTS + 200  # our sockets plus the node's, which inherits the limit
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 
 
 def raise_fd_limit():

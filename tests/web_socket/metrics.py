@@ -1,11 +1,11 @@
 """ws.metrics: the Prometheus endpoint counts WebSocket clients and traffic (DESIGN §9).
 
 With BROKER_METRICS_PORT set, GET /metrics answers in Prometheus text format:
-- broker_connections{kind="web_socket"} equals the number of connected clients, and drops
+- broker_connections{type="web-socket"} equals the number of connected clients, and drops
   when one leaves;
 - broker_processed_messages_total{type="data"} grows while a client publishes, scrape after
   scrape;
-- broker_delivered_messages_total{kind="web_socket"} grows by exactly one per message and
+- broker_handler_delivered_messages_total{kind="web_socket"} grows by exactly one per message and
   subscribed client;
 - other paths get 404 and other methods 405.
 """
@@ -24,9 +24,9 @@ from brokertest.rawws import http_exchange, parse_http_response  # noqa: E402
 from brokertest.wsclient import (count_message, in_thread, poll_metric, recv,  # noqa: E402
                                  subscribe)
 
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 PROCESSED = 'broker_processed_messages_total{type="data"}'
-DELIVERED = 'broker_delivered_messages_total{kind="web_socket"}'
+DELIVERED = 'broker_handler_delivered_messages_total{kind="web_socket"}'
 
 
 async def main(binary):

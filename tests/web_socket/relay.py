@@ -28,8 +28,8 @@ from brokertest.wsclient import (check_delivery, check_run, count_message,  # no
 from spec_vectors import ALL_TYPES_FRAME, ALL_TYPES_INPUT  # noqa: E402
 
 PROPAGATION_TIMEOUT = 10.0
-TO_PEERS = 'broker_delivered_messages_total{kind="peer"}'
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
+TO_PEERS = 'broker_handler_delivered_messages_total{kind="peer"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 
 
 async def until_routed(sender, receiver, prefix):

@@ -11,6 +11,7 @@
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server.hh"
+#include "broker/internal/web/snapshot.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/store/store_actor.hh"
 
@@ -30,6 +31,17 @@ public:
 
   const configuration& config() const noexcept { return cfg_; }
   const endpoint_id& id() const noexcept { return id_; }
+
+  /// What the metrics server asks the endpoint (node_probe.hh); set once at start.
+  std::shared_ptr<const node_probe> probe() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return probe_;
+  }
+
+  void set_probe(std::shared_ptr<const node_probe> x) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    probe_ = std::move(x);
+  }
 
   /// A fresh id for a handler or source (0 is the core itself).
   uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
@@ -118,6 +130,12 @@ public:
     stores_.erase(std::remove(stores_.begin(), stores_.end(), fe), stores_.end());
   }
 
+  /// The stores attached right now.
+  std::vector<std::shared_ptr<store_frontend>> stores() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return stores_;
+  }
+
   std::vector<std::shared_ptr<store_frontend>> stop_stores() {
     std::lock_guard<std::mutex> guard{mtx_};
     return std::move(stores_);
@@ -133,6 +151,7 @@ private:
   std::shared_ptr<peer_manager> net_;
   std::vector<std::shared_ptr<http_server>> servers_;
   std::vector<std::shared_ptr<store_frontend>> stores_;
+  std::shared_ptr<const node_probe> probe_;
 };
 
 } // namespace broker::internal

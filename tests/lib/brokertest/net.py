@@ -1,8 +1,8 @@
 """Ports on 127.0.0.1 and a node's Prometheus metrics.
 
     port = free_port()                          # for options that cannot take 0
-    m = scrape_metrics(node.metrics_port)       # {'broker_connections{kind="peer"}': 2.0, ...}
-    wait_metric(node.metrics_port, 'broker_connections{kind="web_socket"}', lambda v: v == 0)
+    m = scrape_metrics(node.metrics_port)       # {'broker_connections{type="native"}': 2.0, ...}
+    wait_metric(node.metrics_port, 'broker_connections{type="web-socket"}', lambda v: v == 0)
 """
 
 import socket

@@ -251,14 +251,17 @@ void connection::handle_node_frame(std::string_view payload) {
         handle_data(*msg);
       break;
     case wire::message_type::routing_update:
+      counters_.routing_update();
       if (msg->sender == remote_)
         handle_routing_update(msg->payload);
       break;
     case wire::message_type::ping:
+      counters_.ping();
       if (!local_sender)
         wire::append_pong(ctrl_, mgr_->own, *msg);
       break;
     case wire::message_type::pong:
+      counters_.pong();
       if (closing_ && msg->payload == bye_token_)
         finish_close(peer_end::removed, close_reason_);
       break;

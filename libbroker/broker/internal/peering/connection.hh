@@ -28,11 +28,13 @@
 #include "broker/internal/io/gather.hh"
 #include "broker/internal/io/stream.hh"
 #include "broker/internal/peering/handshake.hh"
+#include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/peering/wire.hh"
 
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -40,6 +42,30 @@ namespace broker::internal {
 
 struct outgoing_peering;
 struct peer_manager_impl;
+
+/// Control frames a connection received, counted on its strand and read by the status page
+/// from any thread (one writer: relaxed loads and stores, no read-modify-write).
+class control_counters {
+public:
+  void routing_update() noexcept { bump(routing_updates_); }
+  void ping() noexcept { bump(pings_); }
+  void pong() noexcept { bump(pongs_); }
+
+  control_counts load() const noexcept {
+    return control_counts{routing_updates_.load(std::memory_order_relaxed),
+                          pings_.load(std::memory_order_relaxed),
+                          pongs_.load(std::memory_order_relaxed)};
+  }
+
+private:
+  static void bump(std::atomic<uint64_t>& x) noexcept {
+    x.store(x.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t> routing_updates_{0};
+  std::atomic<uint64_t> pings_{0};
+  std::atomic<uint64_t> pongs_{0};
+};
 
 class connection : public std::enable_shared_from_this<connection> {
 public:
@@ -67,6 +93,8 @@ public:
   uint16_t port() const noexcept { return port_; }
   bool outbound() const noexcept { return role_ == handshake::role::dialer; }
   uint64_t id() const noexcept { return id_; }
+  bool secure() const noexcept { return conn_.secure(); }
+  const control_counters& counters() const noexcept { return counters_; }
   const std::shared_ptr<outgoing_peering>& outgoing() const noexcept { return outgoing_; }
 
   /// Called by the manager while attaching (under its mutex).
@@ -135,6 +163,7 @@ private:
   std::shared_ptr<source_inbox> in_;
   input_batch input_;
   uint64_t malformed_ = 0;
+  control_counters counters_;
 
   bool reading_ = false;
   bool read_paused_ = false; // Handshake paused, or the inbox was full.

@@ -138,6 +138,7 @@ void peer_manager_impl::detached(connection* conn, const endpoint_id& remote,
   {
     std::lock_guard<std::mutex> guard{mtx};
     if (was_attached) {
+      ended_control += conn->counters().load();
       if (auto i = peered.find(remote); i != peered.end() && i->second.get() == conn)
         peered.erase(i);
       status.erase(remote);
@@ -446,7 +447,33 @@ std::vector<peer_record> peer_manager::peers() const {
   std::vector<peer_record> result;
   std::lock_guard<std::mutex> guard{impl_->mtx};
   for (auto& [id, c] : impl_->peered)
-    result.push_back(peer_record{id, c->address(), c->port(), c->outbound()});
+    result.push_back(peer_record{id, c->address(), c->port(), c->outbound(), c->id(),
+                                 c->secure(), c->counters().load()});
+  return result;
+}
+
+std::vector<dial_record> peer_manager::pending_dials() const {
+  std::vector<dial_record> result;
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  for (auto& out : impl_->outgoing) {
+    if (out->removed)
+      continue;
+    // Peered through this dial, or through the remote's own dial (ours was redundant).
+    auto conn = out->conn.lock();
+    bool peered = !out->remote.is_nil() && impl_->peered.count(out->remote) != 0;
+    for (auto& [id, c] : impl_->peered)
+      peered = peered || (conn && c == conn);
+    if (!peered)
+      result.push_back(dial_record{out->host, out->port, conn != nullptr, out->remote});
+  }
+  return result;
+}
+
+control_counts peer_manager::control_totals() const {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  auto result = impl_->ended_control;
+  for (auto& [id, c] : impl_->peered)
+    result += c->counters().load();
   return result;
 }
 

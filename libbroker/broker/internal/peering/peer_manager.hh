@@ -41,12 +41,37 @@ class core_runtime;
 class io_runtime;
 struct peer_manager_impl;
 
+/// Control frames received from peers (Broker's processed routing-update, ping, pong).
+struct control_counts {
+  uint64_t routing_updates = 0;
+  uint64_t pings = 0;
+  uint64_t pongs = 0;
+
+  control_counts& operator+=(const control_counts& other) noexcept {
+    routing_updates += other.routing_updates;
+    pings += other.pings;
+    pongs += other.pongs;
+    return *this;
+  }
+};
+
 /// What peers() reports about one peering.
 struct peer_record {
   endpoint_id id;
   std::string address;
   uint16_t port = 0;
   bool outbound = false;
+  uint64_t handler = 0;   ///< The id of its handler and source in the core.
+  bool secure = false;    ///< TLS (the I/O runtime's mode says which kind).
+  control_counts control; ///< Received on this connection so far.
+};
+
+/// An outgoing peering (peer()) without a live connection right now.
+struct dial_record {
+  std::string host;
+  uint16_t port = 0;
+  bool connecting = false; ///< A connection attempt or handshake is under way.
+  endpoint_id remote;      ///< Known if it was peered before.
 };
 
 /// See the file comment.
@@ -78,6 +103,12 @@ public:
 
   /// The live peerings.
   std::vector<peer_record> peers() const;
+
+  /// Outgoing peerings that are not peered right now (dialing, or waiting to re-dial).
+  std::vector<dial_record> pending_dials() const;
+
+  /// Control frames received from all peers since start, also over ended connections.
+  control_counts control_totals() const;
 
   /// The current filter for new handshakes (the core calls this on every change).
   void update_filter(const filter_type& filter);

@@ -9,6 +9,7 @@
 #include "broker/configuration.hh"
 #include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/peering/handshake.hh"
+#include "broker/internal/peering/peer_manager.hh"
 #include "broker/time.hh"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -92,6 +93,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   std::vector<std::shared_ptr<boost::asio::ip::tcp::acceptor>> acceptors;
   std::vector<std::shared_ptr<std::function<void()>>> accept_loops;
   uint64_t bye_counter = 0;
+  control_counts ended_control; // Control frames of connections that ended.
 };
 
 } // namespace broker::internal

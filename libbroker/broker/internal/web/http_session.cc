@@ -3,9 +3,12 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
+#include "broker/internal/web/page.hh"
+#include "broker/internal/web/prometheus.hh"
 #include "broker/internal/web/server_impl.hh"
+#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/web/status.hh"
 #include "broker/internal/web/ws_session.hh"
-#include "broker/metrics.hh"
 
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/read.hpp>
@@ -28,8 +31,13 @@ constexpr std::string_view component = "web-socket";
 /// The only WebSocket path (spec §2).
 constexpr std::string_view ws_path = "/v1/messages/json";
 
-/// The metrics path.
+/// The paths of metrics servers.
 constexpr std::string_view metrics_path = "/metrics";
+constexpr std::string_view status_path = "/v1/status";
+
+/// How long a metrics or status request waits for the stores' numbers before it answers
+/// without the missing ones (Prometheus scrapes time out after 10 s by default).
+constexpr auto snapshot_deadline = std::chrono::seconds{3};
 
 /// Header blocks up to this size are accepted (spec §2: SHOULD at least 8 KiB).
 constexpr uint32_t max_header_size = 16 * 1024;
@@ -170,28 +178,74 @@ void http_session::on_request(boost::system::error_code ec) {
     upgrade();
     return;
   }
-  if (opts.metrics && path == metrics_path) {
-    if (req_.method() != http::verb::get) {
-      respond(405, "text/plain", "use GET");
-      return;
-    }
-    // The numbers live in the core: ask it, answer on our strand. The task keeps the
-    // session alive while the core works on it.
-    auto exec = conn_->get_executor();
-    srv_->rt->post([self = shared_from_this(), exec](core_state& st) {
-      auto text = to_prometheus(st.metrics());
-      auto srv = self->srv_;
-      srv->post(exec, [self, text = std::move(text)]() mutable {
-        self->respond(200, "text/plain; version=0.0.4", std::move(text));
-      });
-    });
+  if (opts.metrics) {
+    answer_metrics_server(path);
     return;
   }
-  if (opts.web_socket)
-    respond(400, "text/plain",
-            "caf::sec::invalid_argument(\"invalid path; try /v1/messages/json\")");
-  else
-    respond(404, "text/plain", "not found; try /metrics");
+  respond(400, "text/plain",
+          "caf::sec::invalid_argument(\"invalid path; try /v1/messages/json\")");
+}
+
+void http_session::answer_metrics_server(std::string_view path) {
+  const auto& opts = srv_->opts;
+  auto target = std::string_view{req_.target().data(), req_.target().size()};
+  auto query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view{};
+  bool known = path == metrics_path
+               || (opts.status_page && (path == status_path || find_page_file(path)));
+  if (!known) {
+    respond(404, "text/plain",
+            opts.status_page ? "not found; try /metrics, /v1/status or /" : "not found; try /metrics");
+    return;
+  }
+  if (req_.method() != http::verb::get) {
+    respond(405, "text/plain", "use GET", "Allow: GET\r\n");
+    return;
+  }
+  if (auto* file = find_page_file(path)) {
+    respond(200, std::string{file->content_type}, std::string{file->body},
+            "Cache-Control: no-cache\r\n");
+    return;
+  }
+  bool status = path == status_path;
+  status_query sq;
+  if (status) {
+    if (auto err = parse_status_query(query, sq); !err.empty()) {
+      respond(400, "text/plain", err);
+      return;
+    }
+  }
+  // The numbers live in the core, the network side and the stores: collect them, answer on
+  // our strand. The callbacks keep the session alive while they run.
+  auto exec = conn_->get_executor();
+  auto self = shared_from_this();
+  auto request = collect_snapshot(*srv_->rt, opts.probe, status ? sq.limit : 0,
+                                  [self, exec, status, sq](node_snapshot snap) mutable {
+    auto srv = self->srv_;
+    srv->post(exec, [self, status, sq, snap = std::move(snap)]() mutable {
+      self->timer_.cancel();
+      if (!snap.core_answered) {
+        self->respond(503, "text/plain", "the core did not answer; shutting down or overloaded");
+        return;
+      }
+      if (status) {
+        auto rates = self->srv_->rates.update(snap);
+        self->respond(200, "application/json", render_status(snap, rates, sq),
+                      "Cache-Control: no-cache\r\n");
+        return;
+      }
+      prometheus_options popts{self->srv_->opts.endpoint_name,
+                               self->srv_->opts.handler_series_limit};
+      self->respond(200, "text/plain; version=0.0.4", render_prometheus(snap, popts));
+    });
+  });
+  // A store busy with a long backlog answers late: after the deadline, answer without it.
+  timer_.expires_after(snapshot_deadline);
+  timer_.async_wait([request](boost::system::error_code ec) {
+    if (ec)
+      return;
+    if (auto r = request.lock())
+      r->finish_now();
+  });
 }
 
 void http_session::upgrade() {

@@ -11,8 +11,10 @@
 //   3. /v1/messages/json (WebSocket servers): validate the upgrade (GET, Upgrade and
 //      Connection headers, a Sec-WebSocket-Key of 16 base64-encoded bytes, version 13),
 //      build the 101 answer and hand the stream, with any bytes read past the request, to a
-//      ws_session. /metrics (metrics servers): ask the core, answer the Prometheus text.
-//      Anything else: the spec's 400, or 404.
+//      ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
+//      files of the web view (page.hh) at /; the numbers come from a node_snapshot
+//      (snapshot.hh), collected without blocking this strand. Anything else: the spec's 400
+//      (WebSocket servers), or 404.
 
 #include "broker/internal/io/stream.hh"
 
@@ -42,6 +44,7 @@ private:
   void read_request();
   void on_request(boost::system::error_code ec);
   void upgrade();
+  void answer_metrics_server(std::string_view path);
   void respond(unsigned status, std::string content_type, std::string body,
                std::string extra_headers = {});
 

@@ -9,8 +9,9 @@
 // Pieces (this folder's README has the map):
 //   - server.cc: the listener; tracks upgraded WebSocket sessions; stop().
 //   - http_session.cc: TLS handshake (wss://), one HTTP request read with Beast's parser;
-//     answers /metrics, refuses what is not an upgrade, validates the upgrade and hands
-//     the stream to a ws_session.
+//     answers /metrics, /v1/status and the web view (snapshot.hh, prometheus.hh,
+//     status.hh, page.hh), refuses what is not an upgrade, validates the upgrade and
+//     hands the stream to a ws_session.
 //   - ws_session.cc: one WebSocket client, with our own framing (ws_frame.hh) on the
 //     stream: input in batches, output in gathered writes.
 //
@@ -32,6 +33,7 @@ namespace broker::internal {
 
 class core_runtime;
 class io_runtime;
+class node_probe;
 
 /// How long http_server::stop() waits for its WebSocket clients' close handshakes.
 inline constexpr std::chrono::milliseconds shutdown_close_timeout{1000};
@@ -40,6 +42,10 @@ inline constexpr std::chrono::milliseconds shutdown_close_timeout{1000};
 struct http_options {
   bool web_socket = false;          ///< Serve /v1/messages/json.
   bool metrics = false;             ///< Serve GET /metrics.
+  bool status_page = false;         ///< Metrics servers: also GET /v1/status and the web view.
+  std::shared_ptr<const node_probe> probe; ///< Metrics servers: the endpoint's side.
+  std::string endpoint_name;        ///< broker.metrics.endpoint-name.
+  size_t handler_series_limit = 100; ///< broker.metrics.handler-series-limit.
   endpoint_id node;                 ///< Our endpoint id, for the ack.
   std::string version;              ///< Our version, for the ack.
   size_t buffer_size = 512;         ///< broker.web-socket-buffer-size.

@@ -9,6 +9,7 @@
 
 #include "broker/internal/io/gate.hh"
 #include "broker/internal/web/server.hh"
+#include "broker/internal/web/status.hh"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -59,6 +60,7 @@ public:
   internal::gate gate;
   uint16_t bound_port = 0;
   std::atomic<size_t> clients{0};
+  rate_tracker rates; ///< For /v1/status.
 
 private:
   std::mutex mtx;
