@@ -77,7 +77,7 @@ function drawMesh(st) {
     }));
     if (q) {
       edges.append(svg("text", {
-        x: (cx + x) / 2, y: (cy + y) / 2 - 4, "text-anchor": "middle", "font-size": 10,
+        x: (cx + x) / 2 + 6, y: (cy + y) / 2 - 4, "text-anchor": "start", "font-size": 10,
         fill: "#5a6275",
       }, q.size + "/" + q.capacity));
     }
@@ -86,16 +86,18 @@ function drawMesh(st) {
       : { class: "node dial", "data-dial": n.p.address + ":" + n.p.port,
           transform: `translate(${x},${y})` };
     const node = svg("g", attrs);
-    node.append(svg("circle", { r: 24 }));
+    node.append(svg("circle", { r: 32 }));
     node.append(svg("text", { class: "label", y: 4 },
       n.kind === "peer" ? shortId(n.p.id) : n.p.state));
-    node.append(svg("text", { y: 38 }, n.p.address + ":" + n.p.port +
+    // Labels go outside the ring, where no edge crosses them.
+    const above = y < cy - 1;
+    node.append(svg("text", { y: above ? -40 : 46 }, n.p.address + ":" + n.p.port +
       (n.p.direction ? (n.p.direction === "outbound" ? " →" : " ←") : "")));
     if (n.kind === "peer") {
       const subs = n.p.subscriptions || [];
       const shown = subs.slice(0, MAX_SUBS_SHOWN).map((s) => s === "" ? "(all)" : s);
       if (subs.length > MAX_SUBS_SHOWN) shown.push("+" + (subs.length - MAX_SUBS_SHOWN));
-      node.append(svg("text", { class: "subs", y: 51 }, shown.join(" ") || "(no subscriptions)"));
+      node.append(svg("text", { class: "subs", y: above ? -54 : 59 }, shown.join(" ") || "(no subscriptions)"));
       node.append(svg("title", {}, `peer ${n.p.id}\nTLS: ${n.p.tls}\nin ${n.p.messages_in}, out ${n.p.messages_out}, dropped ${n.p.dropped}`));
     }
     layer.append(node);
@@ -108,15 +110,16 @@ function drawMesh(st) {
       y: 430 },
   ];
   groups.forEach((grp, i) => {
-    const x = i === 0 ? 70 : 570;
+    const x = i === 0 ? 80 : 560;
     edges.append(svg("line", { x1: cx, y1: cy, x2: x, y2: grp.y, class: "edge",
                                stroke: "#c9ced8", "stroke-width": 2 }));
     const node = svg("g", { class: "node group", "data-group": grp.name,
                             transform: `translate(${x},${grp.y})` });
     node.append(svg("circle", { r: 22 }));
     node.append(svg("text", { class: "label", y: 4 }, String(grp.count)));
-    node.append(svg("text", { y: 36 }, grp.name === "local"
-      ? "subscribers, hubs, stores" : "WebSocket clients"));
+    node.append(svg("text", { y: 36 }, grp.name === "local" ? "local handlers" : "WebSocket clients"));
+    node.append(svg("title", {}, grp.name === "local"
+      ? "subscribers, hubs and stores of this process" : "WebSocket clients of this node"));
     layer.append(node);
   });
   const self = svg("g", { class: "node self", "data-node": st.endpoint.id,
