@@ -22,7 +22,9 @@ DEFAULT_TTL = 16
 HEADER_SIZE = 37
 CONTROL_TOPIC = b"<$>"
 NIL_ID = bytes(16)
-EXTENSION_MARKER = b"<$>/ext/origin-v1"
+# Ping payload with which our nodes ask, right after the handshake, whether the peer speaks
+# their origin-v1 extension; a Broker node (like this raw peer) echoes it.
+EXT_PROBE = b"BRKEXT?origin-v1"
 MAX_FRAME = 64 * 1024 * 1024
 
 # Message types.

@@ -127,7 +127,7 @@ filter_type core_state::filter() const {
 // -- peers ----------------------------------------------------------------------
 
 void core_state::add_peer(peer_attachment att) {
-  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
+  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.queue);
   h->announced() = std::move(att.handshake_filter);
   h->network() = network_info{att.address, att.port, 0};
   peers_[att.id] = h.get();

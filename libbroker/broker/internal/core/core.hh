@@ -61,8 +61,7 @@ struct core_options {
 struct peer_attachment {
   uint64_t id = 0;              ///< Handler and source id of this peering.
   endpoint_id remote;           ///< The peer's endpoint id.
-  filter_type filter;           ///< The peer's filter, as the user sees it.
-  bool extension = false;       ///< The peer speaks our origin-v1 extension.
+  filter_type filter;           ///< The peer's filter.
   std::string address;          ///< For status events.
   uint16_t port = 0;            ///< For status events.
   std::shared_ptr<send_queue> queue;

@@ -22,6 +22,10 @@ constexpr auto handshake_timeout = std::chrono::seconds{10};
 /// How long an unpeer waits for the pong to its BYE (spec §6.4: 3 s).
 constexpr auto bye_timeout = std::chrono::seconds{3};
 
+/// How long a new peering waits for the answer to its origin-v1 probe (wire.hh) before it
+/// takes the peer for one that does not speak it. Broker answers at once.
+constexpr auto ext_probe_timeout = std::chrono::seconds{2};
+
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
 
@@ -47,7 +51,8 @@ connection::connection(std::shared_ptr<peer_manager_impl> mgr, tcp::socket sock,
     conn_(std::move(sock), tls_of(mgr_.get())),
     timer_(conn_.get_executor()),
     role_(role),
-    outgoing_(std::move(out)) {
+    outgoing_(std::move(out)),
+    probe_timer_(conn_.get_executor()) {
   boost::system::error_code ec;
   auto ep = conn_.socket().remote_endpoint(ec);
   if (!ec) {
@@ -126,7 +131,7 @@ void connection::do_start() {
   }
   sent_filter_ = own_filter;
   hs_ = std::make_unique<handshake>(
-    mgr_->own, wire::with_extension(std::move(own_filter)), role_,
+    mgr_->own, std::move(own_filter), role_,
     [this](const endpoint_id& remote, bool originator) {
       return mgr_->proceed(this, remote, originator);
     });
@@ -219,8 +224,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
     }
     case handshake::status::done:
       remote_ = res.remote;
-      extension_ = wire::has_extension(res.remote_filter);
-      remote_filter_ = wire::strip_extension(res.remote_filter);
+      remote_filter_ = res.remote_filter;
       reader_.enter_operation();
       timer_.cancel();
       if (!mgr_->attach(shared_from_this())) {
@@ -228,6 +232,14 @@ bool connection::handle_handshake_frame(std::string_view payload) {
         return false;
       }
       attached_ = true;
+      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
+      probing_ = true;
+      wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+      probe_timer_.expires_after(ext_probe_timeout);
+      probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec)
+          self->learn_extension(false, "no answer to the probe");
+      });
       return true;
   }
   return false;
@@ -255,12 +267,19 @@ void connection::handle_node_frame(std::string_view payload) {
         handle_routing_update(msg->payload);
       break;
     case wire::message_type::ping:
-      if (!local_sender)
+      if (!local_sender) {
         wire::append_pong(ctrl_, mgr_->own, *msg);
+        if (msg->payload == wire::ext_probe_query)
+          learn_extension(true, "its probe");
+      }
       break;
     case wire::message_type::pong:
       if (closing_ && msg->payload == bye_token_)
         finish_close(peer_end::removed, close_reason_);
+      else if (msg->payload == wire::ext_probe_answer)
+        learn_extension(true, "our answer");
+      else if (msg->payload == wire::ext_probe_query)
+        learn_extension(false, "an echo");
       break;
     case wire::message_type::command:
       if (!local_sender)
@@ -336,7 +355,19 @@ void connection::handle_routing_update(std::string_view payload) {
     return;
   }
   // Applied by the core exactly between the messages it arrived between.
-  input_.add_event(source_event::make_filter(wire::strip_extension(std::move(*filter))));
+  input_.add_event(source_event::make_filter(std::move(*filter)));
+}
+
+void connection::learn_extension(bool supported, std::string_view how) {
+  if (!probing_)
+    return;
+  probing_ = false;
+  extension_ = supported;
+  probe_timer_.cancel();
+  log(log_level::debug, component,
+      to_string(remote_) + (supported ? " speaks" : " does not speak") + " origin-v1 ("
+        + std::string{how} + ")");
+  write_more(); // Data waited for this.
 }
 
 void connection::flush_input() {
@@ -391,7 +422,7 @@ void connection::append_data(const send_item& item) {
 bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
-  if (out_ && attached_ && !closing_) {
+  if (out_ && attached_ && !closing_ && !probing_) {
     std::optional<filter_type> announcement;
     if (!out_->take(batch_, announcement)) {
       finish_close(peer_end::removed, "send buffer overflow");
@@ -399,8 +430,7 @@ bool connection::fill_batch() {
     }
     if (announcement) {
       std::string frame;
-      wire::append_routing_update(frame, mgr_->own, remote_,
-                                  wire::with_extension(std::move(*announcement)));
+      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
       gather_.copy(frame);
     }
     for (auto& item : batch_)
@@ -545,6 +575,7 @@ void connection::finish_close(peer_end why, const std::string& reason) {
     return;
   closed_ = true;
   timer_.cancel();
+  probe_timer_.cancel();
   if (out_)
     out_->on_ready(nullptr);
   // Let pending control bytes (e.g. a drop_conn) reach the peer before the FIN, within a

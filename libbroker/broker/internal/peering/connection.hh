@@ -8,6 +8,8 @@
 // through the public members, which post to the strand.
 //
 // Phase 3:
+//   - First, the origin-v1 probe (wire.hh): data waits until the peer's answer, at most one
+//     round trip, so that every data frame already has the right format.
 //   - Input in batches: a read takes what the socket has (up to 64 KiB); every complete
 //     frame is decoded on the strand; data and command messages, and the routing updates
 //     between them, go to the inbox in one push (one road into the core, in order). While
@@ -72,10 +74,9 @@ public:
   void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                       std::shared_ptr<source_inbox> in);
 
-  /// The filter we sent in the handshake, without the extension marker.
+  /// The filter we sent in the handshake.
   const filter_type& sent_filter() const noexcept { return sent_filter_; }
   const filter_type& remote_filter() const noexcept { return remote_filter_; }
-  bool extension() const noexcept { return extension_; }
 
 private:
   void do_start();
@@ -89,6 +90,7 @@ private:
   void handle_data(const wire::node_message_view& msg);
   void handle_command(const wire::node_message_view& msg);
   void handle_routing_update(std::string_view payload);
+  void learn_extension(bool supported, std::string_view how);
   void flush_input();
   bool input_blocked() const noexcept;
 
@@ -119,7 +121,9 @@ private:
   filter_type sent_filter_;
   filter_type remote_filter_;
   endpoint_id remote_;
-  bool extension_ = false;
+  bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
+  bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
+  boost::asio::steady_timer probe_timer_;
   bool tls_ready_ = false;
   bool attached_ = false;
   bool redundant_ = false;

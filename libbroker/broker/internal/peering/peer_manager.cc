@@ -109,7 +109,6 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.id = id;
   att.remote = remote;
   att.filter = conn->remote_filter();
-  att.extension = conn->extension();
   att.address = conn->address();
   att.port = conn->port();
   att.queue = out;
@@ -117,8 +116,8 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.handshake_filter = conn->sent_filter();
   rt->post([att = std::move(att)](core_state& st) mutable { st.add_peer(std::move(att)); });
   log(log_level::info, component,
-      "peered with " + to_string(remote) + " at " + endpoint_text(conn->address(), conn->port())
-        + (conn->extension() ? " (origin-v1)" : ""));
+      "peered with " + to_string(remote) + " at "
+        + endpoint_text(conn->address(), conn->port()));
   for (auto& w : to_drop)
     if (auto c = w.lock())
       c->drop_paused();
