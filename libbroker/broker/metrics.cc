@@ -76,6 +76,10 @@ std::string to_prometheus(const endpoint_metrics& m) {
   per_kind("broker_disconnects_total", "counter",
            "Handlers closed by the disconnect overflow policy, by kind.",
            &handler_kind_metrics::disconnects);
+  per_kind("broker_limit_disconnects_total", "counter",
+           "Connections closed because they exceeded a budget (subscriptions, unread control "
+           "output), by kind.",
+           &handler_kind_metrics::limit_disconnects);
   header(out, "broker_dropped_messages_total", "counter",
          "Messages dropped by an overflow policy, by handler kind and policy.");
   for (size_t i = 0; i < num_handler_kinds; ++i)

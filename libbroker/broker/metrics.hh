@@ -43,6 +43,8 @@ struct handler_kind_metrics {
   std::array<uint64_t, num_overflow_policies> dropped{};
   /// Handlers closed because they overflowed under policy `disconnect`.
   uint64_t disconnects = 0;
+  /// Connections closed because they exceeded a budget (subscriptions, control output).
+  uint64_t limit_disconnects = 0;
 };
 
 /// A snapshot of the endpoint's counters.

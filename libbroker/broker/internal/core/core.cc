@@ -295,6 +295,9 @@ bool core_state::apply_events(uint64_t id, source_state& src) {
       case source_event::kind::filter:
         update_peer_filter(id, std::move(ev.filter));
         break;
+      case source_event::kind::error:
+        emit_error(ev.err);
+        break;
       case source_event::kind::detach:
         src.detached = std::move(ev);
         return false;
@@ -304,6 +307,9 @@ bool core_state::apply_events(uint64_t id, source_state& src) {
 }
 
 void core_state::finish_detach(uint64_t id, source_event ev) {
+  if (ev.limit)
+    if (auto* h = find(id))
+      ++counters_.kinds[static_cast<size_t>(h->kind())].limit_disconnects;
   if (peers_.count(id) != 0)
     remove_peer(id, ev.why, std::move(ev.reason));
   else if (clients_.count(id) != 0)

@@ -177,6 +177,12 @@ public:
 
   endpoint_metrics metrics() const;
 
+  /// Counts a connection of `kind` that was refused for exceeding a budget before it was
+  /// attached (its subscriptions in the handshake or first message).
+  void count_limit_disconnect(handler_kind kind) noexcept {
+    ++counters_.kinds[static_cast<size_t>(kind)].limit_disconnects;
+  }
+
   /// Closes every handler and source (consumers see the end, publishers unblock).
   void shutdown();
 

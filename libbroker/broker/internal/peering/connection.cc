@@ -29,9 +29,6 @@ constexpr auto ext_probe_timeout = std::chrono::seconds{2};
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
 
-/// Pending control bytes (pongs) beyond which the connection stops reading.
-constexpr size_t max_pending_control = 1024 * 1024;
-
 constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
@@ -147,8 +144,7 @@ void connection::do_start() {
 // -- reading ------------------------------------------------------------------------------
 
 bool connection::input_blocked() const noexcept {
-  return read_paused_ || ctrl_.size() > max_pending_control
-         || (hs_ && hs_->current_state() == handshake::state::paused);
+  return read_paused_ || (hs_ && hs_->current_state() == handshake::state::paused);
 }
 
 void connection::read_more() {
@@ -225,6 +221,14 @@ bool connection::handle_handshake_frame(std::string_view payload) {
     case handshake::status::done:
       remote_ = res.remote;
       remote_filter_ = res.remote_filter;
+      if (remote_filter_.size() > mgr_->max_subscriptions) {
+        mgr_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::peer); });
+        fail("its handshake announces " + std::to_string(remote_filter_.size())
+               + " subscriptions, more than broker.peer-max-subscriptions="
+               + std::to_string(mgr_->max_subscriptions),
+             false);
+        return false;
+      }
       reader_.enter_operation();
       timer_.cancel();
       if (!mgr_->attach(shared_from_this())) {
@@ -271,6 +275,9 @@ void connection::handle_node_frame(std::string_view payload) {
         wire::append_pong(ctrl_, mgr_->own, *msg);
         if (msg->payload == wire::ext_probe_query)
           learn_extension(true, "its probe");
+        if (ctrl_.size() > mgr_->max_control_bytes)
+          exceeded("broker.max-pending-control-bytes", mgr_->max_control_bytes,
+                   std::to_string(ctrl_.size()) + " bytes of pongs it does not read");
       }
       break;
     case wire::message_type::pong:
@@ -323,8 +330,9 @@ void connection::handle_data(const wire::node_message_view& msg) {
     return;
   }
   // Keep the received bytes: relaying this message re-encodes nothing.
-  input_.msgs.emplace_back(new message_impl(std::string{msg.topic}, std::move(*value),
-                                            std::string{value_bytes}, route));
+  input_.add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
+                                           std::string{value_bytes}, route)},
+             msg.topic.size() + msg.payload.size());
 }
 
 /// Data-store traffic (spec §6.5). Our stores encode their commands as one binary value; a
@@ -340,10 +348,11 @@ void connection::handle_command(const wire::node_message_view& msg) {
   route_info route;
   route.ttl = msg.ttl;
   auto value = bin::decode(msg.payload, mgr_->max_depth);
-  input_.msgs.emplace_back(new message_impl(std::string{msg.topic},
-                                            value ? std::move(*value) : data{},
-                                            std::string{msg.payload}, route,
-                                            message_kind::command));
+  input_.add(data_message{new message_impl(std::string{msg.topic},
+                                           value ? std::move(*value) : data{},
+                                           std::string{msg.payload}, route,
+                                           message_kind::command)},
+             msg.topic.size() + msg.payload.size());
 }
 
 void connection::handle_routing_update(std::string_view payload) {
@@ -354,8 +363,25 @@ void connection::handle_routing_update(std::string_view payload) {
         "dropped malformed routing update from " + to_string(remote_));
     return;
   }
+  if (filter->size() > mgr_->max_subscriptions) {
+    exceeded("broker.peer-max-subscriptions", mgr_->max_subscriptions,
+             "a routing update with " + std::to_string(filter->size()) + " subscriptions");
+    return;
+  }
   // Applied by the core exactly between the messages it arrived between.
   input_.add_event(source_event::make_filter(std::move(*filter)));
+}
+
+void connection::exceeded(std::string_view option, size_t limit, const std::string& what) {
+  if (closed_)
+    return;
+  auto text = "peer " + to_string(remote_) + " (" + endpoint_text(address_, port_)
+              + ") exceeded " + std::string{option} + "=" + std::to_string(limit) + ": "
+              + what;
+  log(log_level::warning, component, text + "; disconnecting");
+  // The error travels the one road too, right before the end of the peering.
+  input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+  finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
 }
 
 void connection::learn_extension(bool supported, std::string_view how) {
@@ -570,7 +596,7 @@ void connection::fail(const std::string& reason, bool handshake_error) {
   finish_close(peer_end::lost, reason);
 }
 
-void connection::finish_close(peer_end why, const std::string& reason) {
+void connection::finish_close(peer_end why, const std::string& reason, bool limit) {
   if (closed_)
     return;
   closed_ = true;
@@ -610,7 +636,7 @@ void connection::finish_close(peer_end why, const std::string& reason) {
         std::string{why == peer_end::lost ? "lost peer " : "removed peer "}
           + to_string(remote_) + " (" + endpoint_text(address_, port_) + "): " + reason);
     // The end travels behind the last message we decoded (one road into the core).
-    input_.add_event(source_event::make_detach(why, reason));
+    input_.add_event(source_event::make_detach(why, reason, limit));
     if (in_)
       in_->push_final(input_);
   }

@@ -17,8 +17,10 @@
 //   - Output in gathered writes: pongs, the pending routing update and every queued message
 //     go out in one system call; a message's frame header is built per connection, its
 //     payload (the value bytes, encoded once per message) is referenced, not copied.
-//   - Control output is bounded: while more than max_pending_control bytes of pongs wait,
-//     the connection stops reading, so a peer that pings without reading cannot grow us.
+//   - Budgets (doc/configuration.md): a peer that announces more prefixes than
+//     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
+//     pongs unread, is cut off with an error event naming the option (counted as a limit
+//     disconnect); its input waiting for the core is bounded by broker.max-input-bytes.
 //   - The end (loss, unpeer, overflow) is a detach event behind the last message, handed
 //     over with whatever input is still waiting (push_final). A failed write ends the
 //     connection at once; closing never waits on a peer that does not read for longer than
@@ -104,7 +106,8 @@ private:
   // -- closing
   void do_unpeer(const std::string& reason);
   void fail(const std::string& reason, bool handshake_error);
-  void finish_close(peer_end why, const std::string& reason);
+  void exceeded(std::string_view option, size_t limit, const std::string& what);
+  void finish_close(peer_end why, const std::string& reason, bool limit = false);
   void on_outgoing_closed();
 
   std::shared_ptr<peer_manager_impl> mgr_;
