@@ -1,11 +1,11 @@
 // An endpoint destroyed on a thread other than the one that created it (issue 13 lists this
 // as a known hang). One thread builds a busy endpoint: a peer it accepted and one it dialed,
 // WebSocket clients (one that never reads), subscribers of every policy, a hub, a store
-// master, a publisher blocked on a full `block` subscriber and a reader blocked in get(). That thread ends; another
-// destroys the endpoint; a third drops the objects that outlived it. Every step runs under a
-// watchdog: a step that does not finish in time cannot be undone in-process (its thread is
-// stuck), so the watchdog names the step on stderr and aborts the binary (ctest reports the
-// abort; attach gdb before the bound runs out to see the threads).
+// master, a publisher blocked on a full `block` subscriber and a reader blocked in get().
+// That thread ends; another destroys the endpoint; a third drops the objects that outlived
+// it. Every step runs under a watchdog: a step that does not finish in time cannot be undone
+// in-process (its thread is stuck), so the watchdog names the step on stderr and aborts the
+// binary (ctest reports the abort; attach gdb before the bound runs out to see the threads).
 
 #include "broker/endpoint.hh"
 #include "broker/endpoint.test.hh"
