@@ -5,10 +5,12 @@ doc/performance.md ("Fan-out") recorded a node that never exited after SIGTERM w
 thousands of clients had disconnected a moment before: their removals were still on their
 way through the core while the I/O threads shut down. Each round here connects CLIENTS
 clients (raw RFC 6455 over asyncio streams, subscribed to /bye), has a publisher send one
-message that every client must receive, then BURST more that none of them reads (so that
-each leaves with a busy output queue), drops them all at once (a third with a close frame, a third with a plain TCP close, a third with a
-reset), sends SIGTERM at once and requires exit status 0 within EXIT_BOUND seconds. A node
-that stays up is backtraced with gdb (when present) before it is killed, and the test fails.
+message that every client must receive, then floods them: they read nothing more and have
+small receive windows, so each leaves with a full output queue in the node (policy
+drop_oldest keeps them connected), and the core is busy routing. Then it drops them all at
+once (a third with a close frame, a third with a plain TCP close, a third with a reset),
+sends SIGTERM at once and requires exit status 0 within EXIT_BOUND seconds. A node that
+stays up is backtraced with gdb (when present) before it is killed, and the test fails.
 The file-descriptor limit is raised first (the node inherits it); if the hard limit is too
 low, the test is skipped.
 """
@@ -34,15 +36,21 @@ from brokertest.rawws import CLOSE, TEXT, encode_frame, upgrade_request  # noqa:
 # CLIENTS and ROUNDS can be raised for a longer hunt (SHUTDOWN_CLIENTS, SHUTDOWN_ROUNDS).
 CLIENTS = int(os.environ.get("SHUTDOWN_CLIENTS", "3000"))
 ROUNDS = int(os.environ.get("SHUTDOWN_ROUNDS", "3"))
-# Messages published right before the clients leave, which none of them reads: their
-# output queues are busy when they go.
-BURST = 20
+# Small client receive windows keep the node's kernel buffers from absorbing the stream:
+# what the clients do not read stays queued in the node.
+CLIENT_RCVBUF = 2048
+# A publisher floods the clients (which stop reading after the first message) for this
+# long before they leave, and goes on until the SIGTERM: the core is busy routing while the
+# removals of the clients come in, and every client leaves with a full output queue.
+FLOOD_SECONDS = 1.0
 IN_FLIGHT = 200  # handshakes at a time
 FDS_NEEDED = CLIENTS + 300  # per process: ours, and the node's, which inherits it
 EXIT_BOUND = 30.0  # generous: a clean shutdown takes about a second
 STEP_TIMEOUT = 60.0
 ACK = b'{"type":"ack"'
 PAYLOAD = b'{"type":"data-message","topic":"/bye/x","@data-type":"count","data":7}'
+FILLER = b'{"type":"data-message","topic":"/bye/x","@data-type":"string","data":"%s"}' % (
+    b"x" * 200)
 
 
 def raise_fd_limit():
@@ -65,9 +73,14 @@ async def read_until(reader, marker, seen=b""):
     return data
 
 
-async def open_client(port, topics):
+async def open_client(port, topics, rcvbuf=None):
     """A client that has upgraded, sent its subscriptions and read its ack."""
-    reader, writer = await asyncio.open_connection(LOCALHOST, port)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connect()
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (LOCALHOST, port))
+    reader, writer = await asyncio.open_connection(sock=sock)
     request, _ = upgrade_request()
     writer.write(request + encode_frame(TEXT, topics))
     rest = await read_until(reader, ACK)
@@ -99,13 +112,14 @@ def backtrace(pid):
 
 async def one_round(binary, n):
     with Node(binary, web_socket=True, name="node-%d" % n,
-              args=["--broker.web-socket.max-clients=%d" % (CLIENTS + 10)]) as node:
+              args=["--broker.web-socket.max-clients=%d" % (CLIENTS + 10),
+                    "--broker.web-socket-overflow-policy=drop_oldest"]) as node:
         gate = asyncio.Semaphore(IN_FLIGHT)
 
         async def join():
             async with gate:
-                return await asyncio.wait_for(open_client(node.ws_port, '["/bye"]'),
-                                              STEP_TIMEOUT)
+                return await asyncio.wait_for(open_client(node.ws_port, '["/bye"]',
+                                                          CLIENT_RCVBUF), STEP_TIMEOUT)
 
         clients = await asyncio.gather(*(join() for _ in range(CLIENTS)))
         _, pub, _ = await open_client(node.ws_port, "[]")
@@ -115,15 +129,26 @@ async def one_round(binary, n):
                                                       STEP_TIMEOUT)
                                      for r, _, rest in clients))
         check_eq(len(got), CLIENTS, "clients that received the message")
-        for _ in range(BURST):
-            pub.write(encode_frame(TEXT, PAYLOAD))
-        await pub.drain()
+        flooding = True
 
+        async def flood():
+            frame = encode_frame(TEXT, FILLER)
+            while flooding:
+                pub.write(frame * 20)
+                await pub.drain()
+
+        flooder = asyncio.ensure_future(flood())
+        await asyncio.sleep(FLOOD_SECONDS)
         for i, (_, writer, _) in enumerate(clients):
             drop(writer, i % 3)
-        drop(pub, 1)
         await asyncio.sleep(0)  # let the event loop write the close frames
         node.send_signal(signal.SIGTERM)
+        flooding = False
+        try:
+            await asyncio.wait_for(flooder, STEP_TIMEOUT)
+        except (OSError, asyncio.TimeoutError):
+            pass  # The node may close the publisher first.
+        drop(pub, 1)
         loop = asyncio.get_running_loop()
         try:
             status = await loop.run_in_executor(None, node.popen.wait, EXIT_BOUND)
