@@ -65,8 +65,9 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "lib"))
 
-from brokertest.checks import TestFailure, run_tests  # noqa: E402
+from brokertest.checks import TestFailure, check_eq, run_tests  # noqa: E402
 from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.stamped import Connection, StampClient  # noqa: E402
 
 from chaos_accounting import Accounting, report, trace_report  # noqa: E402
 from chaos_network import (EDGES, NAMES, TRACE, Network, drained,  # noqa: E402
@@ -138,6 +139,61 @@ def dump(net, plan, log_dir):
                        for x in c.connections]} for c in net.clients]}, f)
 
 
+def account(deliveries, kills=(), drop_at=None, pauses=()):
+    """The verdicts on a made-up run without processes: client A published 0..9, one a
+    second; client B's connections got `deliveries`, a list of (seq, second of arrival) per
+    connection; `kills`, a counted drop on node C at `drop_at`, `pauses` (from, to) in
+    seconds. Returns (sorted kinds of failures, sorted kinds of expected failures)."""
+    with tempfile.TemporaryDirectory() as d:
+        net = Network.records_only(d)
+        t0 = net.t0
+        a, b = StampClient(0, 0, 0), StampClient(1, 0, 0)
+        a.sent = [t0 + k for k in range(10)]
+        for n, xs in enumerate(deliveries):
+            conn = Connection(n, t0 + xs[0][1] - 0.5, None)
+            conn.received = [(0, seq, t0 + at) for seq, at in xs]
+            conn.closed = t0 + xs[-1][1] + 0.1
+            conn.why = "stop" if n == len(deliveries) - 1 else "churn"
+            b.connections.append(conn)
+        net.clients = [a, b]
+        net.kills = [t0 + k for k in kills]
+        net.pauses = [(t0 + x, t0 + y) for x, y in pauses]
+        if drop_at is not None:
+            net.samples[2] = [(t0 + drop_at - 0.5, t0 + drop_at - 0.4, 0, {"dropped": 0}),
+                              (t0 + drop_at + 0.4, t0 + drop_at + 0.5, 0, {"dropped": 3})]
+        acc = Accounting(net, t0 + 12).run()
+        return (sorted(k for k, _ in acc.violations + acc.cross),
+                sorted(k for k, _ in acc.expected))
+
+
+def test_accounting(binary):
+    """the accounting flags duplicates, unexplained gaps and reorders, and only those"""
+    def seqs(*xs):
+        return [(q, q + 0.1) for q in xs]
+    cases = [
+        ("in order", [seqs(*range(10))], {}, ([], [])),
+        ("a duplicate", [seqs(*range(10)) + [(5, 9.5)]], {}, (["duplicate"], [])),
+        ("a gap", [seqs(0, 1, 2, 3, 4, 6, 7, 8, 9)], {}, (["gap"], [])),
+        ("a gap with a kill", [seqs(0, 1, 2, 3, 4, 6, 7, 8, 9)], {"kills": [5.3]},
+         ([], [])),
+        ("a gap with a drop counted after the pause that held it",
+         [seqs(0, 1, 2, 3, 4, 6, 7, 8, 9)], {"pauses": [(4.5, 8.0)], "drop_at": 8.5},
+         ([], [])),
+        ("a gap with a drop long before", [seqs(0, 1, 2, 3, 4, 6, 7, 8, 9)],
+         {"drop_at": 2.0}, (["gap"], [])),
+        ("a reorder", [seqs(0, 1, 2, 3, 4) + [(6, 6.1), (5, 6.2)] + seqs(7, 8, 9)], {},
+         (["reorder"], [])),
+        ("a reorder with a counted drop", [seqs(0, 1, 2, 3, 4) + [(6, 6.1), (5, 6.2)] +
+                                           seqs(7, 8, 9)], {"drop_at": 5.5},
+         ([], ["reorder"])),
+        ("a message on two connections", [seqs(0, 1, 2, 3, 4, 5), seqs(5, 6, 7, 8, 9)], {},
+         (["duplicate across connections"], [])),
+        ("a missing last message", [seqs(*range(9))], {}, (["gap"], [])),
+    ]
+    for what, deliveries, faults, want in cases:
+        check_eq(account(deliveries, **faults), want, "the verdicts on %s" % what)
+
+
 def test_chaos(binary):
     """five nodes under faults: no duplicate, no unexplained gap, no unexplained reorder"""
     seed = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(2 ** 32))
@@ -199,4 +255,4 @@ def test_chaos(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_chaos], limit=CHAOS_SECONDS + 90)
+    run_tests([test_accounting, test_chaos], limit=CHAOS_SECONDS + 90)

@@ -52,17 +52,7 @@ class Network:
     """The nodes, relays and clients of one run, the fault log and the metrics samples."""
 
     def __init__(self, cleanup, binary, rng, log_dir):
-        # Times are time.monotonic() throughout, as the clients' are; printed from t0.
-        self.t0 = time.monotonic()
-        self.wall_offset = time.time() - self.t0  # for the nodes' log time stamps
-        self.log_dir = log_dir
-        self.events = []   # (t, what, target)
-        self.kills = []    # t
-        self.pauses = []   # (from, to) of every pause of a node or a link
-        self._paused_at = {}
-        self.samples = {i: [] for i in range(len(NAMES))}  # [(t_lo, t_hi, life, losses)]
-        self.life = [0] * len(NAMES)   # incarnation of each node
-        self.births = {}   # (node, life) -> when that incarnation started
+        self._records(log_dir)
         self.down = set()
         self.paused_nodes = set()
         self.locks = [threading.Lock() for _ in NAMES]
@@ -94,6 +84,28 @@ class Network:
                         range(len(NAMES))]
         self._stop_scraping = threading.Event()
         self._scraper = threading.Thread(target=self._scrape_loop, daemon=True)
+
+    def _records(self, log_dir):
+        # Times are time.monotonic() throughout, as the clients' are; printed from t0.
+        self.t0 = time.monotonic()
+        self.wall_offset = time.time() - self.t0  # for the nodes' log time stamps
+        self.log_dir = log_dir
+        self.events = []   # (t, what, target)
+        self.kills = []    # t
+        self.pauses = []   # (from, to) of every pause of a node or a link
+        self._paused_at = {}
+        self.samples = {i: [] for i in range(len(NAMES))}  # [(t_lo, t_hi, life, losses)]
+        self.life = [0] * len(NAMES)   # incarnation of each node
+        self.births = {(i, 0): self.t0 for i in range(len(NAMES))}  # (node, life) -> start
+        self.clients = []
+        self.names = {}
+
+    @classmethod
+    def records_only(cls, log_dir):
+        """A Network without processes, whose records a test fills in by hand."""
+        net = cls.__new__(cls)
+        net._records(log_dir)
+        return net
 
     def now(self):
         return time.monotonic()
