@@ -234,13 +234,39 @@ def passages(net):
     return result
 
 
-def trace_report(net, acc, limit=3):
+def entry(where, source, seq, node):
+    """(time, link) of the first copy of a message that reached `node`, or None."""
+    hops = [(t, hop) for t, hop in where.get((source, seq), []) if hop.endswith("->" + node)]
+    return min(hops) if hops else None
+
+
+def trace_report(net, acc, limit=5):
+    """For each reorder incident (the first `limit` in detail): the links its late message
+    and the message that overtook it crossed, and how each first reached the receiver's
+    node: over different links (a path effect, as doc/peering.md describes), or over one
+    link, which is a bug (that link's sender, or the receiving node, reordered them)."""
     where = passages(net)
-    for source, receiver, conn, seqs, high in acc.reorders[:limit]:
-        print("trace of %s->%s#%d:" % (NAMES[source], NAMES[receiver], conn))
+    verdicts = collections.Counter()
+    for k, (source, receiver, conn, seqs, high) in enumerate(acc.reorders):
+        node = NAMES[receiver]
+        late, early = entry(where, source, seqs[0], node), entry(where, source, high, node)
+        if late is None or early is None:
+            kind, verdict = "untraced", "not traced into %s" % node
+        elif late[1] != early[1]:
+            kind, verdict = "path effect", "different links into %s (a path effect)" % node
+        elif late[0] >= early[0]:
+            kind, verdict = "BUG", "BUG: one link, %s, carried them out of order" % late[1]
+        else:
+            kind, verdict = "BUG", "BUG: in order over %s, but %s delivered them out of " \
+                                   "order" % (late[1], node)
+        verdicts[kind] += 1
+        if k >= limit and kind != "BUG":
+            continue
+        print("trace of %s->%s#%d: %s" % (NAMES[source], node, conn, verdict))
         for seq in (seqs[0], high):
             print("  message %d: %s" % (seq, ", ".join("%.3f %s" % (acc.rel(t), hop)
                                                        for t, hop in where[(source, seq)])))
+    print("traced reorder incidents: %s" % dict(verdicts))
 
 
 def report(net, acc, plan):
