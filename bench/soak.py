@@ -93,7 +93,8 @@ class Relay:
                                "--broker.web-socket.address=" + LOCALHOST,
                                "--broker.metrics.address=" + LOCALHOST] + list(node_args),
                               "node-" + name, kind=Node, web_socket=True, metrics=True)
-        self.node.wait_for(is_status("peer_added"), what="the receiver's peering")
+        line = self.node.wait_for(is_status("peer_added"), what="the receiver's peering")
+        self.receiver_id = line.split()[2]
         self.publisher = None
 
     def publish(self, batch_size, rate, seconds, name):
@@ -115,6 +116,14 @@ class Relay:
         for p in (self.publisher, self.node, self.receiver):
             if p is not None and p.alive():
                 p.stop(signal.SIGINT if p is not self.node else signal.SIGTERM)
+
+    def receiver_cut_offs(self):
+        """How often the node removed the receiver's peering (its queue overflowed), from
+        the node's log (the output kept in memory is only the last lines); after stop()."""
+        path = os.path.join(self.run.log_dir, "%s.%d.log" % (self.node.name, self.node.pid))
+        prefix = "out status peer_removed %s " % self.receiver_id
+        with open(path, errors="replace") as f:
+            return sum(1 for line in f if line.startswith(prefix))
 
 
 def max_rate(run, bins, args):
@@ -339,14 +348,16 @@ def main():
         final_metrics = scrape_metrics(relay.node.metrics_port)
         rates = relay.receiver_rates(mark)
         relay.stop()
+        cut_offs = relay.receiver_cut_offs()
         run.raw.update(maximum=maximum, max_runs=max_runs, rate=rate, samples=samples,
+                       receiver_cut_offs=cut_offs,
                        metrics=metrics, final_metrics=final_metrics, receiver_rates=rates,
                        churn={"%d %s" % k: v for k, v in churn.counts.items()})
-        report(run, args, rate, samples, rates, churn.counts, final_metrics)
+        report(run, args, rate, samples, rates, churn.counts, final_metrics, cut_offs)
         plot(run, args, rate, samples, metrics)
 
 
-def report(run, args, rate, samples, rates, counts, final_metrics):
+def report(run, args, rate, samples, rates, counts, final_metrics, cut_offs):
     minutes = int(round(args.minutes))
     rows, medians_rss, medians_fds = [], [], []
     for m in range(minutes):
@@ -362,7 +373,8 @@ def report(run, args, rate, samples, rates, counts, final_metrics):
         rows.append([str(m + 1), "%.1f / %.1f / %.1f" % (min(rss), max(rss), rss[-1]),
                      "%d / %d / %d" % (min(fds), max(fds), fds[-1]), str(ws),
                      str(counts.get((m, "peers"), 0)), str(counts.get((m, "raw peers"), 0)),
-                     bl.fmt_int(statistics.median(rr)) if rr else "n/a", "%.0f" % cpu])
+                     "%s / %s" % (bl.fmt_int(statistics.median(rr)), bl.fmt_int(min(rr)))
+                     if rr else "n/a", "%.0f" % cpu])
         medians_rss.append((m + 1, statistics.median(rss)))
         medians_fds.append((m + 1, statistics.median(fds)))
     run.say("")
@@ -370,8 +382,8 @@ def report(run, args, rate, samples, rates, counts, final_metrics):
             % bl.fmt_int(rate))
     run.say("")
     run.table(["minute", "RSS MiB min / max / end", "descriptors min / max / end",
-               "WebSocket clients", "broker-node peers", "raw peers", "receiver events/s",
-               "node CPU %"], rows)
+               "WebSocket clients", "broker-node peers", "raw peers",
+               "receiver events/s median / min", "node CPU %"], rows)
     run.say("")
     failed = {what: sum(v for (_, w), v in counts.items() if w == what)
               for what in ("ws failed", "raw failed")}
@@ -379,6 +391,10 @@ def report(run, args, rate, samples, rates, counts, final_metrics):
     run.say("WebSocket clients by kind: %s; failed attempts: %d WebSocket, %d raw peer"
             % (", ".join("%s %d" % kv for kv in kinds.items()), failed["ws failed"],
                failed["raw failed"]))
+    slow = sum(1 for _, r in rates if r < 0.9 * rate)
+    run.say("the node cut the receiver off %d times (its queue overflowed; it is re-dialed "
+            "within a second); %d of %d seconds the receiver got less than 90 %% of the rate"
+            % (cut_offs, slow, len(rates)))
     run.say("node counters at the end: %s" % ", ".join(
         "%s %d" % (k, v) for k, v in sorted(final_metrics.items())
         if k.startswith(("broker_disconnects_total", "broker_connections"))
