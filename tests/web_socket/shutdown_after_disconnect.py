@@ -82,8 +82,10 @@ async def open_client(port, topics, rcvbuf=None):
     await asyncio.get_running_loop().sock_connect(sock, (LOCALHOST, port))
     reader, writer = await asyncio.open_connection(sock=sock)
     request, _ = upgrade_request()
-    writer.write(request + encode_frame(TEXT, topics))
-    rest = await read_until(reader, ACK)
+    writer.write(request)
+    head = await read_until(reader, b"\r\n\r\n")
+    writer.write(encode_frame(TEXT, topics))
+    rest = await read_until(reader, ACK, head[head.index(b"\r\n\r\n") + 4:])
     return reader, writer, rest
 
 
