@@ -24,6 +24,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -67,20 +68,13 @@ public:
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
       throw std::runtime_error("connect() failed");
-    std::string out = "GET /v1/messages/json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                      "Sec-WebSocket-Version: 13\r\n\r\n";
-    out += text_frame(subscriptions);
-    write_all(out);
-    std::string in;
-    char buf[4096];
-    while (in.find(R"({"type":"ack")") == std::string::npos) {
-      auto n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0)
-        throw std::runtime_error("no ack from the WebSocket server");
-      in.append(buf, static_cast<size_t>(n));
-    }
+    write_all("GET /v1/messages/json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+              "Sec-WebSocket-Version: 13\r\n\r\n");
+    read_until("\r\n\r\n", "no upgrade from the WebSocket server");
+    write_all(text_frame(subscriptions));
+    read_until(R"({"type":"ack")", "no ack from the WebSocket server");
   }
 
   ~raw_ws_client() {
@@ -109,6 +103,17 @@ private:
     return frame + payload;
   }
 
+  /// Reads until `marker` has arrived (bounded by SO_RCVTIMEO).
+  void read_until(std::string_view marker, const char* failure) {
+    char buf[4096];
+    while (in_.find(marker) == std::string::npos) {
+      auto n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0)
+        throw std::runtime_error(failure);
+      in_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
   void write_all(const std::string& bytes) {
     size_t sent = 0;
     while (sent < bytes.size()) {
@@ -120,6 +125,7 @@ private:
   }
 
   int fd_ = -1;
+  std::string in_;
 };
 
 /// What the creating thread hands over: the endpoint and everything made from it.
