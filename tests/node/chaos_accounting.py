@@ -45,7 +45,7 @@ class Accounting:
         self.drops = net.drop_intervals()
         self.peerings = net.peerings()
         self.violations = []     # (kind, text)
-        self.expected = []       # (kind, text): reordering across a topology change
+        self.expected = []       # (kind, text): reorders that new_paths() explains
         self.cross = []          # (kind, text): across the connections of one client
         self.reorders = []       # (source, receiver, connection, seqs, high), for traces
         self.stats = collections.Counter()

@@ -178,11 +178,9 @@ class Network:
         return sorted(result)
 
     def node_names(self):
-        """Node id -> "C" or "C'" (the first restart) ..., from the clients' acks."""
+        """Node id -> "C", "C'", "C''"...: the incarnations of node C that C's client
+        connected to, in order (from the ids in the acks)."""
         names = {}
-        for c in self.clients:
-            for conn in c.connections:
-                names.setdefault(conn.node_id, None)
         lives = collections.defaultdict(list)
         for c in self.clients:
             for conn in c.connections:
