@@ -96,6 +96,10 @@ std::string to_prometheus(const endpoint_metrics& m) {
   header(out, "broker_duplicate_messages_total", "counter",
          "Copies from peers suppressed because they arrived over a second path.");
   sample(out, "broker_duplicate_messages_total", "", m.duplicates);
+  header(out, "broker_out_of_order_messages_total", "counter",
+         "Messages from peers dropped because a newer one of the same origin was already "
+         "routed (per-origin order).");
+  sample(out, "broker_out_of_order_messages_total", "", m.out_of_order);
   header(out, "broker_suspended_sources", "gauge",
          "Sources parked because a block-policy sink is full.");
   sample(out, "broker_suspended_sources", "", m.suspended_sources);

@@ -136,6 +136,9 @@ class Network:
             if key.startswith(("broker_dropped_messages_total", "broker_disconnects_total")) \
                     and any('kind="%s"' % k in key for k in LOSS_KINDS):
                 losses[key] = value
+            elif key == "broker_out_of_order_messages_total":
+                # Copies dropped to keep each origin's order: they too explain a gap.
+                losses[key] = value
         self.samples[j].append((lo, self.now(), self.life[j], losses))
 
     def _scrape_loop(self):

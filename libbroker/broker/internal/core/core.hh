@@ -218,11 +218,18 @@ private:
            || (kind == message_kind::command && h.kind() == handler_kind::peer);
   }
 
+  /// What loop suppression makes of a message from a peer (see first_sighting()).
+  enum class sighting : uint8_t {
+    fresh,     ///< New: route it.
+    duplicate, ///< Seen before (another path, or our own message back): not a loss.
+    stale,     ///< Older than one of its origin already routed here: dropped for order.
+  };
+
   void process(uint64_t id);
   bool apply_events(uint64_t id, source_state& src);
   void finish_detach(uint64_t id, source_event ev);
   void set_filter(handler& h, const filter_type& prefixes);
-  bool first_sighting(const route_info& route);
+  sighting first_sighting(const route_info& route);
   void local_filter_add(const filter_type& xs);
   void local_filter_remove(const filter_type& xs);
   void announce();
