@@ -138,6 +138,9 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_clients = conf.web_socket_max_clients();
   opts.max_message_size = conf.web_socket_max_message_size();
   opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
+  opts.max_subscriptions = conf.web_socket_max_subscriptions();
+  opts.max_control_bytes = conf.max_pending_control_bytes();
+  opts.max_input_bytes = conf.max_input_bytes();
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)

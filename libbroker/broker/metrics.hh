@@ -42,6 +42,8 @@ struct handler_kind_metrics {
   std::array<uint64_t, num_overflow_policies> dropped{};
   /// Handlers closed because they overflowed under policy `disconnect`.
   uint64_t disconnects = 0;
+  /// Connections closed because they exceeded a budget (subscriptions, control output).
+  uint64_t limit_disconnects = 0;
 };
 
 /// A snapshot of the endpoint's counters.
@@ -61,6 +63,10 @@ struct endpoint_metrics {
   /// Messages from peers suppressed because they arrived again over another path (a cycle)
   /// or came back to their origin. Not a loss: the first copy was delivered.
   uint64_t duplicates = 0;
+  /// Messages from peers dropped because a newer message of the same origin had already
+  /// been routed here: per-origin order is kept, so a copy that took a slower path (or
+  /// outlived a drop on a faster one) is not delivered late. Counted as a loss.
+  uint64_t out_of_order = 0;
 
   const handler_kind_metrics& operator[](handler_kind k) const noexcept {
     return kinds[static_cast<size_t>(k)];

@@ -27,6 +27,10 @@ NODE_WS_BUFFER = "--broker.web-socket-buffer-size=100000"
 # larger than any test's burst keeps the node from pausing.
 NODE_INBOX = "--broker.publisher-buffer-size=100000"
 
+# The node runs with plain TCP (the helpers' default), so a peering broker-throughput must
+# too: with Broker's defaults it would speak TLS with anonymous ECDH.
+PLAIN = "--broker.disable-ssl"
+
 
 def start_node(c, node, extra=()):
     """A relay node subscribed to the benchmark topic, with its WebSocket server on."""
@@ -67,7 +71,7 @@ def peering_sender_to_web_socket_receiver(tp, node):
     with Cleanup() as c:
         _, peering_port, ws_port = start_node(c, node)
         recv = web_socket_receiver(c, tp, ws_port, EVENTS)
-        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "--json",
+        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "--json", PLAIN,
                                  "127.0.0.1:%d" % peering_port], name="peering sender"))
         sender.expect_exit(0)
         recv.expect_exit(0)
@@ -76,7 +80,7 @@ def peering_sender_to_web_socket_receiver(tp, node):
 
 def web_socket_sender_to_peering_receiver(tp, node):
     with Cleanup() as c:
-        server = c.add(Proc(tp, ["--server", "127.0.0.1:0", "--json", "--verbose",
+        server = c.add(Proc(tp, ["--server", "127.0.0.1:0", "--json", "--verbose", PLAIN,
                                  "-n", str(EVENTS)], name="peering receiver"))
         port = server.listening_port()
         _, _, ws_port = start_node(c, node, ["--peers", "tcp://127.0.0.1:%d" % port])
@@ -94,8 +98,8 @@ def receiver_the_node_gives_up_on_says_why(tp, node):
         # A queue of one message cannot take a burst of batches from a peer.
         _, peering_port, ws_port = start_node(c, node, ["--broker.web-socket-buffer-size=1"])
         recv = web_socket_receiver(c, tp, ws_port, EVENTS)
-        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "127.0.0.1:%d" % peering_port],
-                            name="peering sender"))
+        sender = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), PLAIN,
+                                 "127.0.0.1:%d" % peering_port], name="peering sender"))
         sender.expect_exit(0)
         recv.expect_exit(2)
         check(any("backpressure_overflow" in l for l in recv.err_lines),

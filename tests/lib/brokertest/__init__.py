@@ -11,6 +11,8 @@ peer      RawPeer: a native peering written from spec/peering-wire.md, value enc
 rawws     RawClient: a WebSocket client written from RFC 6455, frame by frame
 wsclient  the websockets library's client with bounded waits, in_thread() (the ws.* and
           py.* tests only)
+proxy     Proxy: a TCP relay process that SIGSTOP pauses (one link), read_trace()
+stamped   StampClient: publishes numbered messages, records every delivery
 
 Python 3.9 standard library only, but for wsclient. See tests/README.md.
 """

@@ -22,7 +22,9 @@ DEFAULT_TTL = 16
 HEADER_SIZE = 37
 CONTROL_TOPIC = b"<$>"
 NIL_ID = bytes(16)
-EXTENSION_MARKER = b"<$>/ext/origin-v1"
+# Ping payload with which our nodes ask, right after the handshake, whether the peer speaks
+# their origin-v1 extension; a Broker node (like this raw peer) echoes it.
+EXT_PROBE = b"BRKEXT?origin-v1"
 MAX_FRAME = 64 * 1024 * 1024
 
 # Message types.
@@ -292,6 +294,20 @@ def decode_node_message(payload):
 
 # -- connections ----------------------------------------------------------------------------
 
+def anonymous_tls(server=False):
+    """An ssl.SSLContext speaking Broker's default transport: TLS 1.2 with anonymous ECDH
+    (cipher AECDH-AES256-SHA at security level 0, curve P-384), no certificates, no checks."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers("AECDH-AES256-SHA@SECLEVEL=0")
+    ctx.set_ecdh_curve("secp384r1")
+    return ctx
+
+
 class Connection:
     """One TCP connection that reads and writes whole frames, with timeouts."""
 
@@ -300,8 +316,9 @@ class Connection:
         self.buf = bytearray()
 
     @classmethod
-    def connect(cls, host, port, timeout=DEFAULT_TIMEOUT, rcvbuf=None):
-        """`rcvbuf`: a small receive buffer makes a peer that stops reading stall quickly."""
+    def connect(cls, host, port, timeout=DEFAULT_TIMEOUT, rcvbuf=None, tls=None):
+        """`rcvbuf`: a small receive buffer makes a peer that stops reading stall quickly.
+        `tls`: an ssl.SSLContext to speak TLS with (e.g. anonymous_tls())."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             if rcvbuf is not None:
@@ -309,6 +326,8 @@ class Connection:
             sock.settimeout(timeout)
             sock.connect((host, port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=None)
         except BaseException:
             sock.close()
             raise
@@ -380,8 +399,8 @@ class RawPeer:
 
     @classmethod
     def dial(cls, host, port, own_id, topics, max_version=PROTOCOL_VERSION,
-             timeout=DEFAULT_TIMEOUT, rcvbuf=None):
-        conn = Connection.connect(host, port, timeout, rcvbuf)
+             timeout=DEFAULT_TIMEOUT, rcvbuf=None, tls=None):
+        conn = Connection.connect(host, port, timeout, rcvbuf, tls)
         try:
             return cls.handshake(conn, own_id, topics, max_version, timeout)
         except BaseException:

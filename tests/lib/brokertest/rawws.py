@@ -13,6 +13,7 @@ close frame byte by byte. RawClient does exactly what it is told and nothing els
 import base64
 import hashlib
 import os
+import select
 import socket
 import struct
 
@@ -210,6 +211,43 @@ class RawClient:
                 raise EOFError("the server closed the TCP connection")
             self.buf += chunk
         return self.recv_text()
+
+    def _buffered_frame_size(self):
+        """The size of the first frame in the buffer if all of it is there, else None."""
+        if len(self.buf) < 2:
+            return None
+        n, head = self.buf[1] & 0x7F, 2
+        if n == 126:
+            if len(self.buf) < 4:
+                return None
+            n, head = struct.unpack("!H", self.buf[2:4])[0], 4
+        elif n == 127:
+            if len(self.buf) < 10:
+                return None
+            n, head = struct.unpack("!Q", self.buf[2:10])[0], 10
+        if self.buf[1] & 0x80:
+            head += 4
+        return head + n if len(self.buf) >= head + n else None
+
+    def poll_frames(self, wait):
+        """Every frame complete in the buffer after waiting at most `wait` seconds for more
+        bytes, as [(fin, opcode, payload)]; an empty list if none is. Never blocks longer
+        than `wait` (a frame that is only partly there stays buffered). EOFError once the
+        server closed TCP."""
+        if self._buffered_frame_size() is None:
+            ready, _, _ = select.select([self.sock], [], [], wait)
+            if ready:
+                try:
+                    chunk = self.sock.recv(65536, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    return []
+                if not chunk:
+                    raise EOFError("the server closed the TCP connection")
+                self.buf += chunk
+        frames = []
+        while self._buffered_frame_size() is not None:
+            frames.append(self.recv_frame())
+        return frames
 
     def expect_eof(self):
         """Returns True if the server closes TCP without sending anything more."""

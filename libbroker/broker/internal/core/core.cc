@@ -127,7 +127,7 @@ filter_type core_state::filter() const {
 // -- peers ----------------------------------------------------------------------
 
 void core_state::add_peer(peer_attachment att) {
-  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
+  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.queue);
   h->announced() = std::move(att.handshake_filter);
   h->network() = network_info{att.address, att.port, 0};
   peers_[att.id] = h.get();
@@ -224,13 +224,17 @@ void core_state::announce() {
     on_filter_change_(announcement_for(0));
 }
 
-bool core_state::first_sighting(const route_info& route) {
+// Per origin, a node routes sequence numbers in increasing order only: a copy that arrives
+// after a newer message of its origin (it took a slower path, or the faster path dropped
+// it) is dropped and counted, so every subscriber sees each origin's messages in order
+// (DESIGN §4), and a gap shows up as a counted drop instead of a reordering.
+core_state::sighting core_state::first_sighting(const route_info& route) {
   constexpr uint64_t window = 4096; // Sequence numbers remembered per origin.
   constexpr uint64_t word_bits = 64;
   if (route.origin.is_nil())
-    return true; // A Broker peer: only TTL protects against loops.
+    return sighting::fresh; // A Broker peer: only TTL protects against loops.
   if (route.origin == opts_.id)
-    return false; // Our own message came back around a cycle.
+    return sighting::duplicate; // Our own message came back around a cycle.
   auto& w = seen_[route.origin];
   if (w.bits.empty())
     w.bits.resize(window / word_bits);
@@ -246,14 +250,17 @@ bool core_state::first_sighting(const route_info& route) {
       word &= ~mask;
     }
     w.highest = route.sequence;
-  } else if (w.highest - route.sequence >= window) {
-    return false; // Too old to tell: treat as a duplicate rather than risk a loop.
+    auto [word, mask] = bit(0);
+    word |= mask;
+    return sighting::fresh;
   }
+  if (w.highest - route.sequence >= window)
+    return sighting::stale; // Too old to tell; certainly behind a newer one.
   auto [word, mask] = bit(0);
   if (word & mask)
-    return false;
-  word |= mask;
-  return true;
+    return sighting::duplicate;
+  word |= mask; // A later copy of it is a duplicate.
+  return sighting::stale;
 }
 
 // -- sources --------------------------------------------------------------------
@@ -296,6 +303,9 @@ bool core_state::apply_events(uint64_t id, source_state& src) {
       case source_event::kind::filter:
         update_peer_filter(id, std::move(ev.filter));
         break;
+      case source_event::kind::error:
+        emit_error(ev.err);
+        break;
       case source_event::kind::detach:
         src.detached = std::move(ev);
         return false;
@@ -305,6 +315,9 @@ bool core_state::apply_events(uint64_t id, source_state& src) {
 }
 
 void core_state::finish_detach(uint64_t id, source_event ev) {
+  if (ev.limit)
+    if (auto* h = find(id))
+      ++counters_.kinds[static_cast<size_t>(h->kind())].limit_disconnects;
   if (peers_.count(id) != 0)
     remove_peer(id, ev.why, std::move(ev.reason));
   else if (clients_.count(id) != 0)
@@ -333,8 +346,9 @@ void core_state::process(uint64_t id) {
       auto& msg = src.batch[src.pos];
       if (src.remote && src.pos >= src.checked) {
         src.checked = src.pos + 1; // Check each message once, also across a park.
-        if (!first_sighting(msg.impl().route())) {
-          ++counters_.duplicates;
+        auto seen = first_sighting(msg.impl().route());
+        if (seen != sighting::fresh) {
+          ++(seen == sighting::duplicate ? counters_.duplicates : counters_.out_of_order);
           ++src.pos;
           continue;
         }

@@ -61,8 +61,7 @@ struct core_options {
 struct peer_attachment {
   uint64_t id = 0;              ///< Handler and source id of this peering.
   endpoint_id remote;           ///< The peer's endpoint id.
-  filter_type filter;           ///< The peer's filter, as the user sees it.
-  bool extension = false;       ///< The peer speaks our origin-v1 extension.
+  filter_type filter;           ///< The peer's filter.
   std::string address;          ///< For status events.
   uint16_t port = 0;            ///< For status events.
   std::shared_ptr<send_queue> queue;
@@ -178,6 +177,12 @@ public:
 
   endpoint_metrics metrics() const;
 
+  /// Counts a connection of `kind` that was refused for exceeding a budget before it was
+  /// attached (its subscriptions in the handshake or first message).
+  void count_limit_disconnect(handler_kind kind) noexcept {
+    ++counters_.kinds[static_cast<size_t>(kind)].limit_disconnects;
+  }
+
   /// Closes every handler and source (consumers see the end, publishers unblock).
   void shutdown();
 
@@ -216,11 +221,18 @@ private:
            || (kind == message_kind::command && h.kind() == handler_kind::peer);
   }
 
+  /// What loop suppression makes of a message from a peer (see first_sighting()).
+  enum class sighting : uint8_t {
+    fresh,     ///< New: route it.
+    duplicate, ///< Seen before (another path, or our own message back): not a loss.
+    stale,     ///< Older than one of its origin already routed here: dropped for order.
+  };
+
   void process(uint64_t id);
   bool apply_events(uint64_t id, source_state& src);
   void finish_detach(uint64_t id, source_event ev);
   void set_filter(handler& h, const filter_type& prefixes);
-  bool first_sighting(const route_info& route);
+  sighting first_sighting(const route_info& route);
   void local_filter_add(const filter_type& xs);
   void local_filter_remove(const filter_type& xs);
   void announce();

@@ -17,11 +17,9 @@ namespace broker::internal {
 /// A handler whose sink is the send queue of a peering connection.
 class peer_handler : public handler {
 public:
-  peer_handler(uint64_t id, endpoint_id remote, bool extension,
-               std::shared_ptr<send_queue> queue)
+  peer_handler(uint64_t id, endpoint_id remote, std::shared_ptr<send_queue> queue)
     : handler(id, handler_kind::peer, queue->policy(), queue->capacity()),
       remote_(remote),
-      extension_(extension),
       queue_(std::move(queue)) {
     wants_route(true);
     accepted_kinds(kind_bit(message_kind::data) | kind_bit(message_kind::command));
@@ -29,9 +27,6 @@ public:
 
   /// The peer's endpoint id.
   const endpoint_id& remote() const noexcept { return remote_; }
-
-  /// True if the peer speaks our origin-v1 extension.
-  bool extension() const noexcept { return extension_; }
 
   size_t buffered() const noexcept override { return queue_->size(); }
 
@@ -58,7 +53,6 @@ protected:
 
 private:
   endpoint_id remote_;
-  bool extension_;
   std::shared_ptr<send_queue> queue_;
   filter_type announced_;
   network_info network_;

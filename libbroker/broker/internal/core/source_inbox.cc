@@ -66,6 +66,8 @@ bool source_inbox::push(std::vector<data_message>& xs, std::chrono::milliseconds
       auto n = std::min(room_locked(), xs.size() - done);
       pending_.insert(pending_.end(), std::make_move_iterator(xs.begin() + done),
                       std::make_move_iterator(xs.begin() + done + n));
+      if (max_bytes_ > 0)
+        sizes_.insert(sizes_.end(), n, 0);
       done += n;
       if (schedule_locked())
         wake = wake_;
@@ -90,6 +92,8 @@ bool source_inbox::push_one(data_message x, std::chrono::milliseconds timeout) {
     if (closed_)
       return false;
     pending_.push_back(std::move(x));
+    if (max_bytes_ > 0)
+      sizes_.push_back(0);
     if (schedule_locked())
       wake = wake_;
   }
@@ -104,6 +108,8 @@ bool source_inbox::try_push(data_message x) {
     if (closed_ || room_locked() == 0)
       return false;
     pending_.push_back(std::move(x));
+    if (max_bytes_ > 0)
+      sizes_.push_back(0);
     if (schedule_locked())
       wake = wake_;
   }
@@ -121,6 +127,8 @@ size_t source_inbox::try_push_some(std::vector<data_message>& xs, size_t from) {
     n = std::min(room_locked(), xs.size() - from);
     pending_.insert(pending_.end(), std::make_move_iterator(xs.begin() + from),
                     std::make_move_iterator(xs.begin() + from + n));
+    if (max_bytes_ > 0)
+      sizes_.insert(sizes_.end(), n, 0);
     if (from + n < xs.size())
       release_wanted_ = true;
     if (schedule_locked())
@@ -138,24 +146,29 @@ bool source_inbox::try_push_some(input_batch& in) {
     if (closed_)
       return false;
     auto room = room_locked();
-    // Hand over messages up to the next event, then the event, and so on.
-    while (room > 0 || (in.event_pos < in.events.size()
-                        && in.events[in.event_pos].first == in.msg_pos
-                        && in.events[in.event_pos].second.what
-                             == source_event::kind::detach)) {
+    auto next_is_detach = [&] {
+      return in.event_pos < in.events.size() && in.events[in.event_pos].first == in.msg_pos
+             && in.events[in.event_pos].second.what == source_event::kind::detach;
+    };
+    // Hand over messages up to the next event, then the event, and so on, while the window
+    // has room (a detach always goes in).
+    while ((room > 0 && !bytes_full_locked()) || next_is_detach()) {
       auto next_event = in.event_pos < in.events.size() ? in.events[in.event_pos].first
                                                         : in.msgs.size();
       if (in.msg_pos < next_event) {
-        auto n = std::min(room, next_event - in.msg_pos);
-        pending_.insert(pending_.end(), std::make_move_iterator(in.msgs.begin() + in.msg_pos),
-                        std::make_move_iterator(in.msgs.begin() + in.msg_pos + n));
-        in.msg_pos += n;
-        room -= n;
+        auto size = in.msg_pos < in.sizes.size() ? in.sizes[in.msg_pos] : 0;
+        pending_.push_back(std::move(in.msgs[in.msg_pos]));
+        if (max_bytes_ > 0)
+          track_locked(size);
+        ++in.msg_pos;
+        --room;
         continue;
       }
       if (in.event_pos == in.events.size())
         break;
       events_.emplace_back(pending_.size(), std::move(in.events[in.event_pos].second));
+      if (max_bytes_ > 0)
+        track_locked(0);
       ++in.event_pos;
       room -= std::min<size_t>(room, 1);
     }
@@ -174,15 +187,21 @@ void source_inbox::push_final(input_batch& in) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (!closed_) {
+      auto move_msgs_until = [&](size_t end) {
+        for (; in.msg_pos < end; ++in.msg_pos) {
+          pending_.push_back(std::move(in.msgs[in.msg_pos]));
+          if (max_bytes_ > 0)
+            track_locked(in.msg_pos < in.sizes.size() ? in.sizes[in.msg_pos] : 0);
+        }
+      };
       for (; in.event_pos < in.events.size(); ++in.event_pos) {
         auto& [pos, ev] = in.events[in.event_pos];
-        pending_.insert(pending_.end(), std::make_move_iterator(in.msgs.begin() + in.msg_pos),
-                        std::make_move_iterator(in.msgs.begin() + pos));
-        in.msg_pos = pos;
+        move_msgs_until(pos);
         events_.emplace_back(pending_.size(), std::move(ev));
+        if (max_bytes_ > 0)
+          track_locked(0);
       }
-      pending_.insert(pending_.end(), std::make_move_iterator(in.msgs.begin() + in.msg_pos),
-                      std::make_move_iterator(in.msgs.end()));
+      move_msgs_until(in.msgs.size());
       release_wanted_ = false;
       if (schedule_locked())
         wake = wake_;
@@ -195,7 +214,7 @@ void source_inbox::push_final(input_batch& in) {
 
 size_t source_inbox::free_capacity() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return room_locked();
+  return bytes_full_locked() ? 0 : room_locked();
 }
 
 size_t source_inbox::buffered() const {
@@ -256,6 +275,10 @@ void source_inbox::release(size_t n) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     in_flight_ -= std::min(n, in_flight_);
+    for (size_t i = 0; i < n && !sizes_.empty(); ++i) {
+      bytes_ -= sizes_.front();
+      sizes_.pop_front();
+    }
     if (release_wanted_ && n > 0) {
       release_wanted_ = false;
       released = released_;

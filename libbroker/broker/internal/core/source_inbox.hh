@@ -15,20 +15,25 @@
 // the core per burst, not per message). The core takes everything pending at once and keeps
 // taking until it finds the inbox empty; only then does the inbox count as idle again.
 //
-// Credit: `capacity` bounds pending + in-flight items (messages and events). In-flight items
-// are those the core took but has not yet delivered; they are released only after
+// Credit: `capacity` bounds pending + in-flight items (messages and events), and for a
+// network source set_byte_limit() also bounds their wire bytes (broker.max-input-bytes), so
+// that a client sending large messages cannot hold more than that in the node. In-flight
+// items are those the core took but has not yet delivered; they are released only after
 // delivery. When a `block` sink is full the core parks the source and releases nothing, so
 // the window fills up and push() blocks the publishing thread: that is how back-pressure
 // reaches a local publisher. A network source uses try_push_some() instead and stops
 // reading its socket until the release callback says there is room.
 
+#include "broker/error.hh"
 #include "broker/message.hh"
 #include "broker/topic.hh"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -48,12 +53,15 @@ enum class peer_end : uint8_t {
 struct source_event {
   enum class kind : uint8_t {
     filter, ///< A peer's routing update: its new filter.
+    error,  ///< An error event to publish (e.g. a budget the connection exceeded).
     detach, ///< The connection ended; the last item of its inbox.
   };
   kind what = kind::filter;
   filter_type filter;
   peer_end why = peer_end::lost;
   std::string reason;
+  broker::error err;           ///< kind error.
+  bool limit = false;          ///< detach: the connection exceeded a budget.
 
   static source_event make_filter(filter_type f) {
     source_event ev;
@@ -62,11 +70,19 @@ struct source_event {
     return ev;
   }
 
-  static source_event make_detach(peer_end why, std::string reason) {
+  static source_event make_detach(peer_end why, std::string reason, bool limit = false) {
     source_event ev;
     ev.what = kind::detach;
     ev.why = why;
     ev.reason = std::move(reason);
+    ev.limit = limit;
+    return ev;
+  }
+
+  static source_event make_error(broker::error err) {
+    source_event ev;
+    ev.what = kind::error;
+    ev.err = std::move(err);
     return ev;
   }
 };
@@ -78,9 +94,16 @@ using positioned_event = std::pair<size_t, source_event>;
 /// events between them, in arrival order.
 struct input_batch {
   std::vector<data_message> msgs;
+  std::vector<uint32_t> sizes;          ///< Wire bytes of each message (for the byte budget).
   std::vector<positioned_event> events; ///< Ascending positions into `msgs`.
   size_t msg_pos = 0;                   ///< msgs[0, msg_pos) are handed over.
   size_t event_pos = 0;                 ///< events[0, event_pos) are handed over.
+
+  /// Appends a message that took `wire_size` bytes on the wire.
+  void add(data_message msg, size_t wire_size) {
+    msgs.push_back(std::move(msg));
+    sizes.push_back(static_cast<uint32_t>(std::min<size_t>(wire_size, UINT32_MAX)));
+  }
 
   /// Appends an event after the messages so far.
   void add_event(source_event ev) { events.emplace_back(msgs.size(), std::move(ev)); }
@@ -89,6 +112,7 @@ struct input_batch {
 
   void clear() noexcept {
     msgs.clear();
+    sizes.clear();
     events.clear();
     msg_pos = 0;
     event_pos = 0;
@@ -107,6 +131,10 @@ public:
 
   /// Sets the callback that schedules the core to take this inbox.
   void on_wake(std::function<void()> f);
+
+  /// Also bounds the wire bytes of pending + in-flight input (0: no byte bound). Only
+  /// try_push_some(input_batch&) and push_final() carry sizes. Call before the first push.
+  void set_byte_limit(size_t bytes) noexcept { max_bytes_ = bytes; }
 
   /// Appends `xs` (moved from), waiting for room while the window is full. A batch larger
   /// than the window goes in chunks. Returns false if the inbox was closed (the messages
@@ -172,6 +200,11 @@ private:
     auto used = pending_.size() + events_.size() + in_flight_;
     return used < capacity_ ? capacity_ - used : 0;
   }
+  bool bytes_full_locked() const noexcept { return max_bytes_ > 0 && bytes_ >= max_bytes_; }
+  void track_locked(size_t size) { // Pre: max_bytes_ > 0.
+    sizes_.push_back(static_cast<uint32_t>(size));
+    bytes_ += size;
+  }
 
   const uint64_t id_;
   const size_t capacity_;
@@ -183,6 +216,9 @@ private:
   bool scheduled_ = false;
   bool closed_ = false;
   bool release_wanted_ = false;
+  size_t max_bytes_ = 0;
+  size_t bytes_ = 0;            // Wire bytes pending or in flight (with a byte limit).
+  std::deque<uint32_t> sizes_;  // Their sizes, in the order the core releases them.
   uint64_t taken_ = 0; // Written by take() under mtx_, read on the same (core) thread.
   callback wake_;
   callback released_;

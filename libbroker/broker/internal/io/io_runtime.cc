@@ -72,7 +72,6 @@ struct io_runtime::impl {
   std::shared_ptr<const logger> lg; // Before setup_tls(), which may log.
   std::vector<std::thread> threads;
   tls_mode mode = tls_mode::plain;
-  bool unauthenticated_plain = false;
   std::unique_ptr<asio::ssl::context> tls;
   error tls_error;
   std::once_flag warned;
@@ -85,10 +84,6 @@ void io_runtime::impl::setup_tls(const configuration& cfg) {
   bool configured = !cfg.ssl_certificate().empty() || !cfg.ssl_key().empty()
                     || !cfg.ssl_passphrase().empty() || !cfg.ssl_cafile().empty()
                     || !cfg.ssl_capath().empty();
-  if (!configured) {
-    unauthenticated_plain = true; // Warned about once, on first use.
-    return;
-  }
   mode = configured ? tls_mode::verified : tls_mode::anonymous;
   tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls);
   ERR_clear_error();
@@ -176,11 +171,7 @@ expected<asio::ssl::context*> io_runtime::tls() {
   std::call_once(impl_->warned, [this] {
     switch (impl_->mode) {
       case tls_mode::plain:
-        if (impl_->unauthenticated_plain)
-          get_logger().write(log_level::warning, component,
-              "connections are NOT encrypted or authenticated: no broker.ssl.* certificate "
-              "is configured (set broker.disable-ssl=true to acknowledge plain TCP)");
-        break;
+        break; // The user asked for it (broker.disable-ssl).
       case tls_mode::anonymous:
         get_logger().write(log_level::warning, component,
             "connections use TLS with anonymous ECDH, as Zeek Broker does by default: "

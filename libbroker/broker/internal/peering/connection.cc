@@ -22,11 +22,12 @@ constexpr auto handshake_timeout = std::chrono::seconds{10};
 /// How long an unpeer waits for the pong to its BYE (spec §6.4: 3 s).
 constexpr auto bye_timeout = std::chrono::seconds{3};
 
+/// How long a new peering waits for the answer to its origin-v1 probe (wire.hh) before it
+/// takes the peer for one that does not speak it. Broker answers at once.
+constexpr auto ext_probe_timeout = std::chrono::seconds{2};
+
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
-
-/// Pending control bytes (pongs) beyond which the connection stops reading.
-constexpr size_t max_pending_control = 1024 * 1024;
 
 constexpr std::string_view component = "peering";
 
@@ -47,7 +48,8 @@ connection::connection(std::shared_ptr<peer_manager_impl> mgr, tcp::socket sock,
     conn_(std::move(sock), tls_of(mgr_.get())),
     timer_(conn_.get_executor()),
     role_(role),
-    outgoing_(std::move(out)) {
+    outgoing_(std::move(out)),
+    probe_timer_(conn_.get_executor()) {
   boost::system::error_code ec;
   auto ep = conn_.socket().remote_endpoint(ec);
   if (!ec) {
@@ -126,7 +128,7 @@ void connection::do_start() {
   }
   sent_filter_ = own_filter;
   hs_ = std::make_unique<handshake>(
-    mgr_->own, wire::with_extension(std::move(own_filter)), role_,
+    mgr_->own, std::move(own_filter), role_,
     [this](const endpoint_id& remote, bool originator) {
       return mgr_->proceed(this, remote, originator);
     });
@@ -142,8 +144,7 @@ void connection::do_start() {
 // -- reading ------------------------------------------------------------------------------
 
 bool connection::input_blocked() const noexcept {
-  return read_paused_ || ctrl_.size() > max_pending_control
-         || (hs_ && hs_->current_state() == handshake::state::paused);
+  return read_paused_ || (hs_ && hs_->current_state() == handshake::state::paused);
 }
 
 void connection::read_more() {
@@ -219,8 +220,15 @@ bool connection::handle_handshake_frame(std::string_view payload) {
     }
     case handshake::status::done:
       remote_ = res.remote;
-      extension_ = wire::has_extension(res.remote_filter);
-      remote_filter_ = wire::strip_extension(res.remote_filter);
+      remote_filter_ = res.remote_filter;
+      if (remote_filter_.size() > mgr_->max_subscriptions) {
+        mgr_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::peer); });
+        fail("its handshake announces " + std::to_string(remote_filter_.size())
+               + " subscriptions, more than broker.peer-max-subscriptions="
+               + std::to_string(mgr_->max_subscriptions),
+             false);
+        return false;
+      }
       reader_.enter_operation();
       timer_.cancel();
       if (!mgr_->attach(shared_from_this())) {
@@ -228,6 +236,14 @@ bool connection::handle_handshake_frame(std::string_view payload) {
         return false;
       }
       attached_ = true;
+      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
+      probing_ = true;
+      wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+      probe_timer_.expires_after(ext_probe_timeout);
+      probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec)
+          self->learn_extension(false, "no answer to the probe");
+      });
       return true;
   }
   return false;
@@ -257,13 +273,23 @@ void connection::handle_node_frame(std::string_view payload) {
       break;
     case wire::message_type::ping:
       counters_.ping();
-      if (!local_sender)
+      if (!local_sender) {
         wire::append_pong(ctrl_, mgr_->own, *msg);
+        if (msg->payload == wire::ext_probe_query)
+          learn_extension(true, "its probe");
+        if (ctrl_.size() > mgr_->max_control_bytes)
+          exceeded("broker.max-pending-control-bytes", mgr_->max_control_bytes,
+                   std::to_string(ctrl_.size()) + " bytes of pongs it does not read");
+      }
       break;
     case wire::message_type::pong:
       counters_.pong();
       if (closing_ && msg->payload == bye_token_)
         finish_close(peer_end::removed, close_reason_);
+      else if (msg->payload == wire::ext_probe_answer)
+        learn_extension(true, "our answer");
+      else if (msg->payload == wire::ext_probe_query)
+        learn_extension(false, "an echo");
       break;
     case wire::message_type::command:
       if (!local_sender)
@@ -307,8 +333,9 @@ void connection::handle_data(const wire::node_message_view& msg) {
     return;
   }
   // Keep the received bytes: relaying this message re-encodes nothing.
-  input_.msgs.emplace_back(new message_impl(std::string{msg.topic}, std::move(*value),
-                                            std::string{value_bytes}, route));
+  input_.add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
+                                           std::string{value_bytes}, route)},
+             msg.topic.size() + msg.payload.size());
 }
 
 /// Data-store traffic (spec §6.5). Our stores encode their commands as one binary value; a
@@ -324,10 +351,11 @@ void connection::handle_command(const wire::node_message_view& msg) {
   route_info route;
   route.ttl = msg.ttl;
   auto value = bin::decode(msg.payload, mgr_->max_depth);
-  input_.msgs.emplace_back(new message_impl(std::string{msg.topic},
-                                            value ? std::move(*value) : data{},
-                                            std::string{msg.payload}, route,
-                                            message_kind::command));
+  input_.add(data_message{new message_impl(std::string{msg.topic},
+                                           value ? std::move(*value) : data{},
+                                           std::string{msg.payload}, route,
+                                           message_kind::command)},
+             msg.topic.size() + msg.payload.size());
 }
 
 void connection::handle_routing_update(std::string_view payload) {
@@ -338,8 +366,37 @@ void connection::handle_routing_update(std::string_view payload) {
         "dropped malformed routing update from " + to_string(remote_));
     return;
   }
+  if (filter->size() > mgr_->max_subscriptions) {
+    exceeded("broker.peer-max-subscriptions", mgr_->max_subscriptions,
+             "a routing update with " + std::to_string(filter->size()) + " subscriptions");
+    return;
+  }
   // Applied by the core exactly between the messages it arrived between.
-  input_.add_event(source_event::make_filter(wire::strip_extension(std::move(*filter))));
+  input_.add_event(source_event::make_filter(std::move(*filter)));
+}
+
+void connection::exceeded(std::string_view option, size_t limit, const std::string& what) {
+  if (closed_)
+    return;
+  auto text = "peer " + to_string(remote_) + " (" + endpoint_text(address_, port_)
+              + ") exceeded " + std::string{option} + "=" + std::to_string(limit) + ": "
+              + what;
+  log(log_level::warning, component, text + "; disconnecting");
+  // The error travels the one road too, right before the end of the peering.
+  input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+  finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
+}
+
+void connection::learn_extension(bool supported, std::string_view how) {
+  if (!probing_)
+    return;
+  probing_ = false;
+  extension_ = supported;
+  probe_timer_.cancel();
+  log(log_level::debug, component,
+      to_string(remote_) + (supported ? " speaks" : " does not speak") + " origin-v1 ("
+        + std::string{how} + ")");
+  write_more(); // Data waited for this.
 }
 
 void connection::flush_input() {
@@ -394,7 +451,7 @@ void connection::append_data(const send_item& item) {
 bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
-  if (out_ && attached_ && !closing_) {
+  if (out_ && attached_ && !closing_ && !probing_) {
     std::optional<filter_type> announcement;
     if (!out_->take(batch_, announcement)) {
       finish_close(peer_end::removed, "send buffer overflow");
@@ -402,8 +459,7 @@ bool connection::fill_batch() {
     }
     if (announcement) {
       std::string frame;
-      wire::append_routing_update(frame, mgr_->own, remote_,
-                                  wire::with_extension(std::move(*announcement)));
+      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
       gather_.copy(frame);
     }
     for (auto& item : batch_)
@@ -543,11 +599,12 @@ void connection::fail(const std::string& reason, bool handshake_error) {
   finish_close(peer_end::lost, reason);
 }
 
-void connection::finish_close(peer_end why, const std::string& reason) {
+void connection::finish_close(peer_end why, const std::string& reason, bool limit) {
   if (closed_)
     return;
   closed_ = true;
   timer_.cancel();
+  probe_timer_.cancel();
   if (out_)
     out_->on_ready(nullptr);
   // Let pending control bytes (e.g. a drop_conn) reach the peer before the FIN, within a
@@ -582,7 +639,7 @@ void connection::finish_close(peer_end why, const std::string& reason) {
         std::string{why == peer_end::lost ? "lost peer " : "removed peer "}
           + to_string(remote_) + " (" + endpoint_text(address_, port_) + "): " + reason);
     // The end travels behind the last message we decoded (one road into the core).
-    input_.add_event(source_event::make_detach(why, reason));
+    input_.add_event(source_event::make_detach(why, reason, limit));
     if (in_)
       in_->push_final(input_);
   }

@@ -8,6 +8,8 @@
 // through the public members, which post to the strand.
 //
 // Phase 3:
+//   - First, the origin-v1 probe (wire.hh): data waits until the peer's answer, at most one
+//     round trip, so that every data frame already has the right format.
 //   - Input in batches: a read takes what the socket has (up to 64 KiB); every complete
 //     frame is decoded on the strand; data and command messages, and the routing updates
 //     between them, go to the inbox in one push (one road into the core, in order). While
@@ -15,8 +17,10 @@
 //   - Output in gathered writes: pongs, the pending routing update and every queued message
 //     go out in one system call; a message's frame header is built per connection, its
 //     payload (the value bytes, encoded once per message) is referenced, not copied.
-//   - Control output is bounded: while more than max_pending_control bytes of pongs wait,
-//     the connection stops reading, so a peer that pings without reading cannot grow us.
+//   - Budgets (doc/configuration.md): a peer that announces more prefixes than
+//     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
+//     pongs unread, is cut off with an error event naming the option (counted as a limit
+//     disconnect); its input waiting for the core is bounded by broker.max-input-bytes.
 //   - The end (loss, unpeer, overflow) is a detach event behind the last message, handed
 //     over with whatever input is still waiting (push_final). A failed write ends the
 //     connection at once; closing never waits on a peer that does not read for longer than
@@ -101,10 +105,9 @@ public:
   void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                       std::shared_ptr<source_inbox> in);
 
-  /// The filter we sent in the handshake, without the extension marker.
+  /// The filter we sent in the handshake.
   const filter_type& sent_filter() const noexcept { return sent_filter_; }
   const filter_type& remote_filter() const noexcept { return remote_filter_; }
-  bool extension() const noexcept { return extension_; }
 
 private:
   /// Writes through the endpoint's logger (defined in peer_manager.cc).
@@ -121,6 +124,7 @@ private:
   void handle_data(const wire::node_message_view& msg);
   void handle_command(const wire::node_message_view& msg);
   void handle_routing_update(std::string_view payload);
+  void learn_extension(bool supported, std::string_view how);
   void flush_input();
   bool input_blocked() const noexcept;
 
@@ -134,7 +138,8 @@ private:
   // -- closing
   void do_unpeer(const std::string& reason);
   void fail(const std::string& reason, bool handshake_error);
-  void finish_close(peer_end why, const std::string& reason);
+  void exceeded(std::string_view option, size_t limit, const std::string& what);
+  void finish_close(peer_end why, const std::string& reason, bool limit = false);
   void on_outgoing_closed();
 
   std::shared_ptr<peer_manager_impl> mgr_;
@@ -151,7 +156,9 @@ private:
   filter_type sent_filter_;
   filter_type remote_filter_;
   endpoint_id remote_;
-  bool extension_ = false;
+  bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
+  bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
+  boost::asio::steady_timer probe_timer_;
   bool tls_ready_ = false;
   bool attached_ = false;
   bool redundant_ = false;

@@ -44,6 +44,9 @@ peer_manager_impl::peer_manager_impl(endpoint_id own_id, const configuration& cf
     peer_policy(cfg.peer_overflow_policy()),
     inbox_capacity(cfg.publisher_buffer_size()),
     max_depth(cfg.max_nesting_depth()),
+    max_subscriptions(cfg.peer_max_subscriptions()),
+    max_control_bytes(cfg.max_pending_control_bytes()),
+    max_input_bytes(cfg.max_input_bytes()),
     rt(std::move(runtime)),
     next_id(std::move(ids)) {
 }
@@ -92,6 +95,7 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
     id = next_id();
     out = std::make_shared<send_queue>(peer_capacity, peer_policy);
     in = std::make_shared<source_inbox>(id, inbox_capacity);
+    in->set_byte_limit(max_input_bytes);
     conn->set_attachment(id, out, in);
   }
   std::weak_ptr<connection> weak = conn;
@@ -109,7 +113,6 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.id = id;
   att.remote = remote;
   att.filter = conn->remote_filter();
-  att.extension = conn->extension();
   att.address = conn->address();
   att.port = conn->port();
   att.queue = out;
@@ -117,8 +120,8 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.handshake_filter = conn->sent_filter();
   rt->post([att = std::move(att)](core_state& st) mutable { st.add_peer(std::move(att)); });
   io.get_logger().write(log_level::info, component,
-      "peered with " + to_string(remote) + " at " + endpoint_text(conn->address(), conn->port())
-        + (conn->extension() ? " (origin-v1)" : ""));
+                        "peered with " + to_string(remote) + " at "
+                          + endpoint_text(conn->address(), conn->port()));
   for (auto& w : to_drop)
     if (auto c = w.lock())
       c->drop_paused();

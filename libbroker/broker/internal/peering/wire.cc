@@ -425,27 +425,6 @@ expected<filter_type> decode_filter(std::string_view bytes) {
   return result;
 }
 
-bool has_extension(const filter_type& xs) noexcept {
-  return std::any_of(xs.begin(), xs.end(),
-                     [](const topic& x) { return x.view() == extension_marker; });
-}
-
-filter_type strip_extension(filter_type xs) {
-  xs.erase(std::remove_if(xs.begin(), xs.end(),
-                          [](const topic& x) { return x.view() == extension_marker; }),
-           xs.end());
-  return xs;
-}
-
-filter_type with_extension(filter_type xs) {
-  if (has_extension(xs))
-    return xs;
-  topic marker{extension_marker};
-  auto pos = strictly_ascending(xs) ? std::lower_bound(xs.begin(), xs.end(), marker) : xs.end();
-  xs.insert(pos, std::move(marker));
-  return xs;
-}
-
 // -- phase 1 and 2 ----------------------------------------------------------------------------
 
 message_type type_of(const handshake_message& x) noexcept {
@@ -560,7 +539,8 @@ void append_ping(std::string& out, const endpoint_id& sender, const endpoint_id&
 }
 
 void append_pong(std::string& out, const endpoint_id& own, const node_message_view& ping) {
-  append_control(out, own, ping.sender, message_type::pong, ping.payload);
+  auto payload = ping.payload == ext_probe_query ? ext_probe_answer : ping.payload;
+  append_control(out, own, ping.sender, message_type::pong, payload);
 }
 
 std::string make_bye_payload(uint64_t id) {

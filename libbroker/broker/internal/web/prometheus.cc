@@ -290,12 +290,22 @@ const std::vector<family_row>& rows() {
      [](const render_input& in, writer& w) {
        per_kind(in, w, [](auto& k) { return k.disconnects; });
      }},
+    {{"broker_handler_limit_disconnects_total", "counter", kind_values, false,
+      "Connections closed because they exceeded a budget (subscriptions, unread control "
+      "output), by kind."},
+     [](const render_input& in, writer& w) {
+       per_kind(in, w, [](auto& k) { return k.limit_disconnects; });
+     }},
     {{"broker_unrouted_messages_total", "counter", "", false,
       "Messages nobody subscribed to."},
      [](const render_input& in, writer& w) { w.sample({}, in.snap.core.metrics.unrouted); }},
     {{"broker_duplicate_messages_total", "counter", "", false,
       "Copies from peers suppressed because they arrived over a second path."},
      [](const render_input& in, writer& w) { w.sample({}, in.snap.core.metrics.duplicates); }},
+    {{"broker_out_of_order_messages_total", "counter", "", false,
+      "Messages from peers dropped because a newer one of the same origin was already "
+      "routed (per-origin order)."},
+     [](const render_input& in, writer& w) { w.sample({}, in.snap.core.metrics.out_of_order); }},
     {{"broker_suspended_sources", "gauge", "", false,
       "Sources parked because a block-policy sink is full."},
      [](const render_input& in, writer& w) {

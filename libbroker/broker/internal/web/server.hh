@@ -55,6 +55,9 @@ struct http_options {
   size_t max_clients = 10000;
   size_t max_depth = 128;
   size_t handshake_timeout_ms = 10000;
+  size_t max_subscriptions = 100000;      ///< broker.web-socket.max-subscriptions.
+  size_t max_control_bytes = 1024 * 1024; ///< broker.max-pending-control-bytes.
+  size_t max_input_bytes = 64 * 1024 * 1024; ///< broker.max-input-bytes.
 };
 
 /// One listening server (see the file comment).

@@ -19,9 +19,9 @@ constexpr std::string_view component = "web-socket";
 /// Bytes asked from the socket per read.
 constexpr size_t read_size = 64 * 1024;
 
-/// Control frames (pongs, error frames) waiting to be written beyond which the session
-/// stops reading: a client that pings or sends garbage without reading cannot grow us.
-constexpr size_t max_pending_control = 64 * 1024;
+/// Control frames waiting to be written beyond which the session stops reading for a while
+/// (a burst of pings); broker.max-pending-control-bytes, much larger, ends the session.
+constexpr size_t control_read_pause = 64 * 1024;
 
 /// How long the session waits for the client's close frame after sending its own, and
 /// for that close frame to be written at all.
@@ -86,7 +86,7 @@ void ws_session::abort() {
 // -- reading ------------------------------------------------------------------------------
 
 bool ws_session::input_blocked() const noexcept {
-  return read_paused_ || phase_ == phase::attaching || ctrl_.size() > max_pending_control;
+  return read_paused_ || phase_ == phase::attaching || ctrl_.size() > control_read_pause;
 }
 
 void ws_session::read_more() {
@@ -141,7 +141,7 @@ void ws_session::handle_events() {
       case ws::event::pong:
         break;
       case ws::event::close:
-        if (close_sent_ && !close_is_reply_) {
+        if (close_sent_ && !close_is_final_) {
           // The answer to our close: the handshake is complete.
           finish(peer_end::removed, close_reason_);
           return;
@@ -154,8 +154,10 @@ void ws_session::handle_events() {
         log(log_level::info, component,
             "client " + address_ + ":" + std::to_string(port_)
               + " violated the protocol: " + std::string{ev.payload});
+        // Failing the connection (RFC 6455 §7.1.7): our close frame, then TCP, without
+        // waiting for an answer from a client that broke the protocol.
         if (!close_pending_ && !close_sent_)
-          close_with(ev.code, std::string{ev.payload});
+          close_with(ev.code, std::string{ev.payload}, true);
         return;
     }
   }
@@ -172,9 +174,20 @@ void ws_session::on_first_message(std::string_view text) {
     return;
   }
   const auto& opts = srv_->opts;
+  if (filter->size() > opts.max_subscriptions) {
+    auto text = "client subscribed to " + std::to_string(filter->size())
+                + " topics, more than broker.web-socket.max-subscriptions="
+                + std::to_string(opts.max_subscriptions);
+    log(log_level::warning, component, text + " (" + address_ + ")");
+    srv_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::web_socket); });
+    queue_control(ws::make_frame(ws::opcode::text, json::make_error("limit_exceeded", text)));
+    close_with(ws::close_policy_violation, "too many subscriptions");
+    return;
+  }
   id_ = srv_->next_id();
   out_ = std::make_shared<send_queue>(opts.buffer_size, opts.policy);
   in_ = std::make_shared<source_inbox>(id_, opts.inbox_capacity);
+  in_->set_byte_limit(opts.max_input_bytes);
   std::weak_ptr<ws_session> weak = shared_from_this();
   auto exec = conn_->get_executor();
   auto srv = srv_;
@@ -239,7 +252,7 @@ void ws_session::on_text(std::string_view text) {
       json::make_error("deserialization_failed", json::error_context(inputs_, res))));
     return;
   }
-  input_.msgs.emplace_back(std::move(topic), std::move(value));
+  input_.add(data_message{std::move(topic), std::move(value)}, text.size());
 }
 
 void ws_session::flush_input() {
@@ -257,11 +270,21 @@ void ws_session::flush_input() {
 
 void ws_session::queue_control(std::string frame) {
   ctrl_ += frame;
+  if (ctrl_.size() > srv_->opts.max_control_bytes && !finished_) {
+    // The client sends pings or bad input but does not read the answers.
+    auto text = "client " + to_string(client_id_) + " (" + address_ + ":"
+                + std::to_string(port_) + ") exceeded broker.max-pending-control-bytes="
+                + std::to_string(srv_->opts.max_control_bytes);
+    log(log_level::warning, component, text + "; disconnecting");
+    if (registered_)
+      input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+    finish(peer_end::removed, "exceeded broker.max-pending-control-bytes", true);
+  }
 }
 
-void ws_session::close_with(uint16_t code, std::string reason, bool reply) {
+void ws_session::close_with(uint16_t code, std::string reason, bool final) {
   close_pending_.emplace(code, std::move(reason));
-  close_is_reply_ = reply;
+  close_is_final_ = final;
   // A client that stops reading must not keep us: the close gets written in time or the
   // session ends anyway.
   timer_.expires_after(close_timeout);
@@ -311,15 +334,15 @@ void ws_session::write_more() {
       batch_.clear();
       gather_.clear();
       if (was_close) {
-        // Our close frame is out. A reply ends the handshake; otherwise wait (bounded by
-        // the close timer) for the client's answer, which the read loop sees.
-        if (close_is_reply_)
+        // Our close frame is out. A reply (or a failure) ends the session; otherwise wait
+        // (bounded by the close timer) for the client's answer, which the read loop sees.
+        if (close_is_final_)
           finish(peer_end::removed, close_reason_);
         return;
       }
       if (close_sent_ || !fill_batch()) {
         // Reading may have waited for control frames to drain.
-        if (ctrl_.size() <= max_pending_control)
+        if (ctrl_.size() <= control_read_pause)
           read_more();
         return;
       }
@@ -362,7 +385,7 @@ void ws_session::write_more() {
 
 // -- ending -------------------------------------------------------------------------------
 
-void ws_session::finish(peer_end why, std::string reason) {
+void ws_session::finish(peer_end why, std::string reason, bool limit) {
   if (finished_)
     return;
   finished_ = true;
@@ -375,7 +398,7 @@ void ws_session::finish(peer_end why, std::string reason) {
           "client " + to_string(client_id_) + " removed: " + reason);
     // The end travels behind the client's last message (one road into the core), with
     // whatever input still waited for room.
-    input_.add_event(source_event::make_detach(why, std::move(reason)));
+    input_.add_event(source_event::make_detach(why, std::move(reason), limit));
     in_->push_final(input_);
   }
   close_transport();

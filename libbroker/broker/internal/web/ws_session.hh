@@ -15,8 +15,11 @@
 //   3. Input in batches: each read takes what the socket has; every complete frame is
 //      decoded on the strand, straight from the read buffer, and all data messages of the
 //      read go to the inbox in one push. Bad input gets an error frame, the connection stays
-//      open. While the inbox is full, or while too many control frames wait to be written,
-//      the session stops reading (TCP back-pressure, never a disconnect).
+//      open. While the inbox is full (messages, or broker.max-input-bytes), or while many
+//      control frames wait to be written, the session stops reading (TCP back-pressure).
+//      Budgets end the session with an error naming the option: more subscriptions than
+//      broker.web-socket.max-subscriptions, more unread control output than
+//      broker.max-pending-control-bytes.
 //   4. Output in gathered writes: control frames (101, ack, errors, pongs, close) and every
 //      message the core queued go out in one system call, each message as its cached frame
 //      shared by all clients (message_impl::ws_frame()). On overflow under `disconnect` the
@@ -84,10 +87,13 @@ private:
   void write_more();
   bool fill_batch();
   void queue_control(std::string frame);
-  void close_with(uint16_t code, std::string reason, bool reply = false);
+  /// Queues a close frame behind what is pending. `final`: end the session once it is
+  /// written (a reply to the client's close, or a protocol failure); otherwise wait for
+  /// the client's answer (bounded).
+  void close_with(uint16_t code, std::string reason, bool final = false);
 
   // -- ending
-  void finish(peer_end why, std::string reason);
+  void finish(peer_end why, std::string reason, bool limit = false);
   void close_transport();
 
   std::shared_ptr<server_impl> srv_;
@@ -118,7 +124,7 @@ private:
   std::string tls_buf_;     ///< Its linear copy (TLS only).
   bool writing_ = false;
   std::optional<std::pair<uint16_t, std::string>> close_pending_; ///< After the queue.
-  bool close_is_reply_ = false;
+  bool close_is_final_ = false;
   bool close_sent_ = false;
   std::string close_reason_;
 
