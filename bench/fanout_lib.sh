@@ -153,6 +153,64 @@ stop_server_into_log() {
   sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
 }
 
+# A broker-node accepting plain peerings on $port (for broker-fanout-native).
+start_broker_native() {
+  port="$(free_port)"
+  start_server "$results/node.$stamp.log" "$build/broker-node/broker-node" \
+    --listen-address=127.0.0.1 --broker.disable-ssl --broker.log-level=warning -p "$port"
+  wait_port "$port"
+}
+
+# Runs one system's fan-out client against a fresh server of that system and appends its
+# RESULT line (with the server's peak RSS) to the log. Usage: run_system SYSTEM REP N
+# [client options...]; systems: broker-ws, broker-native, redis-channel, redis-pattern,
+# nats-wildcard, nats-exact.
+run_system() {
+  local sys="$1" rep="$2" n="$3"
+  shift 3
+  extra="rep=$rep node_rss_mb=pending"
+  case "$sys" in
+    broker-ws)
+      start_broker_ws
+      run_client "$bin/broker-fanout-ws" --port "$port" --subscribers "$n" "$@"
+      ;;
+    broker-native)
+      start_broker_native
+      run_client "$bin/broker-fanout-native" --port "$port" --subscribers "$n" "$@"
+      ;;
+    redis-*)
+      port="$(free_port)"
+      # No persistence; room for 10 000 subscribers (maxclients needs descriptors + 32).
+      start_server "$results/redis.$stamp.log" redis-server --port "$port" --bind 127.0.0.1 \
+        --save '' --appendonly no --protected-mode no --maxclients 10100 --daemonize no
+      wait_port "$port"
+      run_client "$bin/baseline-redis" --port "$port" --subscribers "$n" \
+        --variant "${sys#redis-}" "$@"
+      ;;
+    nats-*)
+      port="$(free_port)"
+      start_server "$results/nats.$stamp.log" nats-server -a 127.0.0.1 -p "$port"
+      wait_port "$port"
+      run_client "$bin/baseline-nats" --port "$port" --subscribers "$n" \
+        --variant "${sys#nats-}" "$@"
+      ;;
+    *)
+      echo "unknown system $sys" >&2
+      exit 2
+      ;;
+  esac
+  stop_server_into_log
+}
+
+# The servers and clients of run_system: builds them and checks Redis and NATS are there.
+prepare_systems() {
+  build_targets broker-node broker-fanout-ws broker-fanout-native baseline-redis baseline-nats
+  for tool in redis-server nats-server; do
+    command -v "$tool" >/dev/null || { echo "$tool not found: run bench/install-deps" >&2; exit 1; }
+  done
+  raise_fd_limit
+}
+
 # A broker-node serving WebSocket clients on $port (peering on 127.0.0.1, ephemeral).
 start_broker_ws() {
   port="$(free_port)"

@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -98,11 +97,11 @@ private:
   data value_;
   message_kind kind_ = message_kind::data;
   route_info route_;
-  // The caches are filled once; the flags make every later read one atomic load.
-  mutable std::atomic<bool> binary_ready_{false};
-  mutable std::atomic<bool> json_ready_{false};
-  mutable std::once_flag binary_once_;
-  mutable std::once_flag json_once_;
+  // Each cache is filled once by whoever asks first; its state goes empty -> filling ->
+  // ready, so every later read is one atomic load (std::call_once would cost a futex
+  // system call per message to complete).
+  mutable std::atomic<uint8_t> binary_state_{0};
+  mutable std::atomic<uint8_t> json_state_{0};
   mutable std::string binary_;
   mutable std::string json_; // Room for the frame header, then the JSON text.
   mutable size_t frame_offset_ = 0; // Where the frame header starts in json_.

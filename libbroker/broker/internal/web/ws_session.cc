@@ -25,7 +25,7 @@ constexpr size_t control_read_pause = 64 * 1024;
 
 /// How long the session waits for the client's close frame after sending its own, and
 /// for that close frame to be written at all.
-constexpr auto close_timeout = std::chrono::seconds{3};
+constexpr auto close_timeout = std::chrono::seconds{1};
 
 } // namespace
 
@@ -154,10 +154,11 @@ void ws_session::handle_events() {
         log(log_level::info, component,
             "client " + address_ + ":" + std::to_string(port_)
               + " violated the protocol: " + std::string{ev.payload});
-        // Failing the connection (RFC 6455 §7.1.7): our close frame, then TCP, without
-        // waiting for an answer from a client that broke the protocol.
+        // Failing the connection (RFC 6455 §7.1.7): our close frame, then the client's
+        // answer if it comes within the close timeout (clients report a clean close only
+        // if they could answer), then TCP.
         if (!close_pending_ && !close_sent_)
-          close_with(ev.code, std::string{ev.payload}, true);
+          close_with(ev.code, std::string{ev.payload});
         return;
     }
   }
@@ -245,7 +246,7 @@ void ws_session::on_text(std::string_view text) {
   ++inputs_;
   std::string topic;
   data value;
-  auto res = json::decode_data_message(text, topic, value, srv_->opts.max_depth);
+  auto res = decoder_.data_message(text, topic, value, srv_->opts.max_depth);
   if (!res) {
     queue_control(ws::make_frame(
       ws::opcode::text,

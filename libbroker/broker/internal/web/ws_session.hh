@@ -29,6 +29,7 @@
 //      the client's (bounded), then ends. Ending pushes a detach event into the inbox, after
 //      the client's last message (one road into the core).
 
+#include "broker/internal/codec/json.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/source_inbox.hh"
@@ -113,6 +114,7 @@ private:
 
   // Input.
   input_batch input_;
+  json::decoder decoder_; ///< Reuses its scratch memory from message to message.
   size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
   bool reading_ = false;
   bool read_paused_ = false; ///< Waiting for inbox room or for control frames to drain.
