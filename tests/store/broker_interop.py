@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """System test: our stores against a Zeek Broker node simulated from byte-exact frames.
 
-A raw peer (tests/lib/broker_peer.py) plays a Broker node, and broker_store_wire.py spells
+A raw peer (tests/lib/brokertest/peer.py) plays a Broker node, and broker_store_wire.py spells
 out Broker's store commands byte by byte (doc/protocol/stores.md):
 
   1. as a Broker clone, it attaches to a broker-node's master, gets the snapshot, writes,
@@ -18,13 +18,16 @@ import os
 import sys
 import time
 
-from store_util import Cleanup, Node, TestFailure, Tool, addr, check, run_suite, typed
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "lib"))
 
-from broker_peer import (COMMAND, NIL_ID, RawPeer, encode_count, encode_integer,  # noqa: E402
-                         encode_string, node_message, random_id)
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.peer import (COMMAND, NIL_ID, RawPeer, encode_count,  # noqa: E402
+                             encode_integer, encode_string, node_message, random_id)
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import Tool, typed  # noqa: E402
 from broker_store_wire import (ACK_CLONE, ATTACH_WRITER, CUMULATIVE_ACK, KEEPALIVE,  # noqa: E402
                                NACK, NIL_ENTITY, PUT, PUT_UNIQUE, PUT_UNIQUE_RESULT,
                                RETRANSMIT_FAILED, clone_topic, decode_command, encode_command,
@@ -44,15 +47,9 @@ GARBAGE = [
 ]
 
 
-def wait_stderr(node, text, timeout=WAIT):
-    """Waits until a line of the node's stderr contains `text`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with node.cond:
-            if any(text in l for l in node.err_lines):
-                return
-        time.sleep(0.1)
-    raise TestFailure("%s: no stderr line with %r\n%s" % (node.name, text, node.describe()))
+def wait_stderr(proc, text, timeout=WAIT):
+    """Waits until a line of the process's stderr contains `text`."""
+    proc.wait_for(lambda l: text in l, timeout, "a stderr line with %r" % text, stderr=True)
 
 
 class BrokerPeer:
@@ -96,7 +93,7 @@ def test_broker_clone_attaches_to_our_master(node_bin, tool_bin):
         t.ok('put k1 "v1"')
         t.ok("put n 5c")
         t.ok("wait-get n 5c 10s")
-        raw = cleanup.close_later(RawPeer.dial("127.0.0.1", a.port, random_id(),
+        raw = cleanup.add(RawPeer.dial("127.0.0.1", a.port, random_id(),
                                                [clone_topic(STORE)]))
         b = BrokerPeer(raw)
         clone = (b.me, 7)
@@ -155,14 +152,14 @@ def test_broker_clone_attaches_to_our_master(node_bin, tool_bin):
               "keepalive: %r" % alive)
         # The garbage was dropped and logged; the node runs on.
         wait_stderr(a, "dropped a malformed command")
-        check(a.proc.poll() is None, "the node is still running")
+        check(a.alive(), "the node is still running")
 
 
 def test_our_clone_attaches_to_broker_master(node_bin, tool_bin):
     """our clone attaches to a Broker master: snapshot, updates, writes, put_unique, re-attach"""
     with Cleanup() as cleanup:
         t = cleanup.add(Tool(tool_bin, STORE, ["--ready-timeout=0"], "T", listen=True))
-        raw = cleanup.close_later(RawPeer.dial("127.0.0.1", t.port, random_id(),
+        raw = cleanup.add(RawPeer.dial("127.0.0.1", t.port, random_id(),
                                                [master_topic(STORE)]))
         b = BrokerPeer(raw)
         master = (b.me, 42)
@@ -243,4 +240,6 @@ def test_our_clone_attaches_to_broker_master(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_broker_clone_attaches_to_our_master, test_our_clone_attaches_to_broker_master])
+    run_tests([test_broker_clone_attaches_to_our_master,
+               test_our_clone_attaches_to_broker_master], limit=40,
+              binaries=("broker-node", "broker-store"))

@@ -1,9 +1,9 @@
 """Zeek Broker's data-store commands, byte by byte (doc/protocol/stores.md), for system tests
-that play a Broker node with tests/lib/broker_peer.py.
+that play a Broker node with tests/lib/brokertest/peer.py.
 
 A command is the payload of a command frame (type 2): seq u64, sender entity, receiver
 entity, kind u8, fields. An entity is a 16-byte endpoint id plus an object id (u64). Values
-use broker_peer's encoders (none, boolean, count, integer, string, vector).
+use brokertest.peer's encoders (none, boolean, count, integer, string, vector).
 
     payload = encode_command(0, (me, 7), NIL_ENTITY, NACK, seqs=[0])
     peer.send_raw(node_message(me, NIL_ID, COMMAND, master_topic("s"), payload))
@@ -12,8 +12,8 @@ use broker_peer's encoders (none, boolean, count, integer, string, vector).
 
 import struct
 
-from broker_peer import (COMMAND, NIL_ID, Count, ProtocolError, decode_value,  # noqa: F401
-                         decode_varbyte, encode_varbyte)
+from brokertest.peer import (COMMAND, NIL_ID, Count, ProtocolError,  # noqa: F401
+                            decode_value, decode_varbyte, encode_varbyte)
 
 # Kinds, in Broker's order.
 PUT, PUT_UNIQUE, PUT_UNIQUE_RESULT, ERASE, EXPIRE, ADD, SUBTRACT, CLEAR = range(8)

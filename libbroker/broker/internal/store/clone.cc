@@ -188,6 +188,18 @@ size_t clone_logic::size() const {
   return n ? static_cast<size_t>(*n) : 0;
 }
 
+store_stats clone_logic::stats() const {
+  store_stats result;
+  result.name = name_;
+  result.entries = size();
+  result.input_channels = reader_.current_state() == channel::consumer::state::attached;
+  result.output_channels = writer_.consumers().size();
+  result.out_of_order_updates = reader_.buffered();
+  result.unacknowledged_updates = writer_.buffered();
+  result.processed_updates = writer_.acknowledged();
+  return result;
+}
+
 bool clone_logic::stale(const store_reply& reply) {
   if (synced_)
     return false;

@@ -49,6 +49,7 @@ public:
   bool ready() const noexcept override { return synced_; }
   const error& failure() const noexcept override { return failure_; }
   size_t size() const override;
+  store_stats stats() const override;
 
   /// The entity our reads currently come through (for tests).
   entity_id reader() const noexcept { return reader_entity(reader_.attach_id()); }

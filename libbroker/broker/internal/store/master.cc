@@ -265,6 +265,22 @@ size_t master_logic::size() const {
   return n ? static_cast<size_t>(*n) : 0;
 }
 
+store_stats master_logic::stats() const {
+  store_stats result;
+  result.name = name_;
+  result.master = true;
+  result.entries = size();
+  result.output_channels = prod_.consumers().size();
+  result.unacknowledged_updates = prod_.buffered();
+  result.processed_updates = prod_.acknowledged();
+  for (auto& [who, w] : writers_) {
+    if (w.cons->current_state() == channel::consumer::state::attached)
+      ++result.input_channels;
+    result.out_of_order_updates += w.cons->buffered();
+  }
+  return result;
+}
+
 channel::state_ptr master_logic::snapshot() {
   auto xs = be_->snapshot();
   if (!xs) {

@@ -53,6 +53,7 @@ public:
   bool ready() const noexcept override { return !probing_ && !failure_; }
   const error& failure() const noexcept override { return failure_; }
   size_t size() const override;
+  store_stats stats() const override;
 
   /// The clones attached to the master's channel (for tests).
   std::vector<entity_id> clones() const { return prod_.consumers(); }

@@ -65,6 +65,7 @@
 #include "broker/internal/store/store_wire.hh"
 #include "broker/time.hh"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -231,6 +232,13 @@ public:
 
   /// Events held for retransmission.
   size_t buffered() const noexcept { return buffer_.size(); }
+
+  /// Events produced so far that no consumer needs any more: acknowledged by every
+  /// consumer, or produced while none was attached (for metrics).
+  uint64_t acknowledged() const noexcept {
+    auto produced = seq_ - 1;
+    return produced - std::min<uint64_t>(produced, buffer_.size());
+  }
 
   /// The attached consumers (or the writer's peer), ascending.
   std::vector<handle> consumers() const;

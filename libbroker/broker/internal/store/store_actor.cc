@@ -189,7 +189,7 @@ store_frontend::query(std::function<void(store_logic&, timestamp, store_reply)> 
   try {
     if (future.wait_for(timeout) != std::future_status::ready)
       return error{ec::request_timeout, "store " + name_ + ": no answer within "
-                                          + to_string(timeout)};
+                                          + broker::to_string(timeout)};
     return future.get();
   } catch (const std::future_error&) {
     return error{ec::shutting_down, "store " + name_ + " is closed"};
