@@ -14,6 +14,7 @@
 #include "modes.hh"
 #include "node_options.hh"
 #include "node_session.hh"
+#include "status_table.hh"
 #include "stores.hh"
 
 #include <broker/endpoint.hh>
@@ -58,7 +59,7 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
       return fail(failure_code(port.error_value()),
                   "cannot listen on \"" + opts.listen_address + "\":" + std::to_string(opts.port)
                     + ": " + to_string(port.error_value()));
-    print_line("listening on " + std::to_string(*port));
+    print_event("listening", {{"port", *port}}, "listening on " + std::to_string(*port));
   }
   for (auto& peer : opts.peers)
     ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
@@ -113,5 +114,8 @@ int main(int argc, char** argv) {
   auto opts = read_node_options(cfg);
   if (!opts)
     return fail(exit_invalid_config, opts.error_value().message());
+  set_json_output(opts->json);
+  if (!opts->status_url.empty())
+    return print_status(opts->status_url, opts->json);
   return run(std::move(cfg), *opts, signals);
 }

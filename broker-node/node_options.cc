@@ -156,6 +156,12 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(std::move(backend));
   rows.push_back(row("store-dir", option_type::string, default_store_dir,
                      "directory of the SQLite files of --master-stores"));
+  rows.push_back(row("json", option_type::boolean, "false",
+                     "print the event lines (listening, status, error, received, rate, ...) "
+                     "as one JSON object per line"));
+  rows.push_back(row("status", option_type::string, "",
+                     "print the status of the node whose metrics server is at this URL "
+                     "(http://host:port) as tables, then exit; starts no endpoint"));
   for (auto& info : rows)
     if (auto err = cfg.add_option(std::move(info)))
       return err;
@@ -184,6 +190,8 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   }
   result.peer_retry = std::chrono::seconds{cfg.get_count("peer-retry").value_or(0)};
   result.verbose = cfg.get_bool("verbose").value_or(false);
+  result.json = cfg.get_bool("json").value_or(false);
+  result.status_url = cfg.get_string("status").value_or("");
   result.rate = cfg.get_bool("rate").value_or(false);
   result.listen = !cfg.get_bool("no-listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");

@@ -1,25 +1,93 @@
 #pragma once
 
-// A minimal process-wide logger: one line per lifecycle event (listen, peer added/lost,
-// client connected/removed, overflow), written to stderr. CAF's own logger is compiled out
-// in Debian's build, so this is the only log.
+// logger: one line per lifecycle event (listen, peer added/lost, client connected/removed,
+// overflow), never one per message. CAF's own logger is compiled out in Debian's build, so
+// this is the only log.
+//
+// Ownership: every endpoint owns one logger (its level, format and name), created from
+// broker.log-level / broker.log-format / broker.metrics.endpoint-name and shared with its
+// I/O runtime, peerings and servers; so two endpoints in one process log at their own
+// levels. Code that has no endpoint at hand writes through default_logger(), the
+// process-wide fallback.
+//
+// Threads: any thread may log; the level is an atomic, and the sink (stderr by default)
+// is called under one process-wide mutex so that lines never interleave.
+//
+// Formats:
+//   text  <UTC time> <level> <component>: <message>
+//   json  {"time":"…","level":"…","component":"…","endpoint":"…","message":"…"}
 
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace broker::internal {
 
-enum class log_level : unsigned char { error, warning, info, debug };
+/// Levels from the least to the most verbose; `quiet` writes nothing. Broker's console
+/// verbosity names (BROKER_CONSOLE_VERBOSITY) are the same words.
+enum class log_level : unsigned char { quiet, error, warning, info, debug, trace };
 
-/// Sets the most verbose level that is printed (default: info).
-void set_log_level(log_level level) noexcept;
+enum class log_format : unsigned char { text, json };
 
-/// Parses "error", "warning", "info" or "debug"; unknown names give info.
-log_level parse_log_level(std::string_view name) noexcept;
+/// "quiet", "error", "warning", "info", "debug" or "trace".
+std::string_view to_string(log_level x) noexcept;
 
-/// True if messages of `level` are printed.
-bool log_enabled(log_level level) noexcept;
+/// Parses a level name (case-sensitive, as in the options table); nullopt if unknown.
+std::optional<log_level> parse_log_level(std::string_view name) noexcept;
 
-/// Writes "<UTC time> <level> <component>: <message>" if `level` is enabled.
+/// Parses "text" or "json"; nullopt if unknown.
+std::optional<log_format> parse_log_format(std::string_view name) noexcept;
+
+/// See the file comment.
+class logger {
+public:
+  /// Receives each finished line, without the trailing newline.
+  using sink_fn = std::function<void(std::string_view line)>;
+
+  /// A logger writing to stderr. `endpoint` names the endpoint in JSON lines.
+  explicit logger(log_level level = log_level::info, log_format format = log_format::text,
+                  std::string endpoint = {});
+
+  /// A logger writing to `sink` (tests).
+  logger(log_level level, log_format format, std::string endpoint, sink_fn sink);
+
+  /// True if lines of `x` are written; callers may skip building the message otherwise.
+  bool enabled(log_level x) const noexcept {
+    return x != log_level::quiet && x <= level_.load(std::memory_order_relaxed);
+  }
+
+  log_level level() const noexcept { return level_.load(std::memory_order_relaxed); }
+
+  void level(log_level x) noexcept { level_.store(x, std::memory_order_relaxed); }
+
+  log_format format() const noexcept { return format_; }
+
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+  /// Writes one line if `x` is enabled (see the file comment for the formats).
+  void write(log_level x, std::string_view component, std::string_view message) const;
+
+  /// The line write() would produce (no newline), for tests and for tools.
+  std::string render(log_level x, std::string_view component,
+                     std::string_view message) const;
+
+private:
+  std::atomic<log_level> level_;
+  log_format format_;
+  std::string endpoint_;
+  sink_fn sink_;
+};
+
+/// The process-wide logger for code without an endpoint (level info, text, stderr).
+logger& default_logger() noexcept;
+
+/// Writes through default_logger(). Code that belongs to an endpoint uses its logger.
 void log(log_level level, std::string_view component, std::string_view message);
+
+/// `text` as a JSON string literal, quotes included; invalid UTF-8 becomes U+FFFD.
+std::string json_quote(std::string_view text);
 
 } // namespace broker::internal
