@@ -1,5 +1,6 @@
 #include "broker/internal/store/master.hh"
 
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -30,6 +31,19 @@ channel::consumer_config writer_input_settings(const store_settings& st) {
 
 std::string where(const std::string& store, const char* what, const data& key) {
   return "store " + store + ": " + what + " of key " + describe_key(key);
+}
+
+/// `now + expiry`, saturated at the ends of the clock. An expiry is any int64 nanoseconds a
+/// clone (ours or Broker's) sends with a write, so the plain sum may overflow, which is
+/// undefined behaviour; saturated, a huge expiry means "never" and a huge negative one
+/// "already expired".
+timestamp saturated_deadline(timestamp now, timespan expiry) noexcept {
+  using rep = timespan::rep;
+  rep sum = 0;
+  if (__builtin_add_overflow(now.time_since_epoch().count(), expiry.count(), &sum))
+    sum = expiry.count() > 0 ? std::numeric_limits<rep>::max()
+                             : std::numeric_limits<rep>::min();
+  return timestamp{timespan{sum}};
 }
 
 /// A clone's write: what a master accepts from a write channel.
@@ -420,14 +434,14 @@ void master_logic::apply_change(const store_op& op, timestamp now) {
 std::optional<timestamp> master_logic::deadline(timestamp now, std::optional<timespan> expiry) {
   if (!expiry)
     return std::nullopt;
-  return now + *expiry; // changed() arms the timer.
+  return saturated_deadline(now, *expiry); // changed() arms the timer.
 }
 
 void master_logic::changed(const data& key, const expected<data>& old, const data& value,
                            std::optional<timespan> expiry,
                            std::optional<timespan> effect_expiry, const entity_id& publisher) {
   if (expiry)
-    timers_.emplace(clock_ + *expiry, key);
+    timers_.emplace(saturated_deadline(clock_, *expiry), key);
   // Broker's clones take the put as it is; its expiry is informational there (clones never
   // expire keys), and add/subtract travel as plain puts of the result.
   produce(store_wire::put{key, value, effect_expiry, publisher});

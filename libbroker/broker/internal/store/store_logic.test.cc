@@ -157,6 +157,57 @@ TEST_CASE("malformed and misdirected commands are dropped, counted and change no
   CHECK(master->ready());
 }
 
+// Found by fuzz/store_commands (doc/fuzzing.md, F2): the master added a write's expiry to
+// its clock unchecked, so an expiry near the int64 limits overflowed (undefined behaviour;
+// in practice the deadline wrapped to the other end and the key expired at once or never).
+TEST_CASE("expiries at the ends of the int64 range saturate instead of overflowing",
+          "[store_logic]") {
+  bus net{11};
+  node_env env_m{net, 0};
+  auto master = make_master_logic("x", {ep(1), 1}, make_memory_backend(), fast_settings(),
+                                  env_m);
+  constexpr auto huge = timespan::max();
+  constexpr auto tiny = timespan::min();
+  // The value, nil if there is none, "<error>" on any other error.
+  auto value_of = [&](const data& key) {
+    data result{"<error>"};
+    master->get(key, [&](expected<data> r) {
+      if (r)
+        result = std::move(*r);
+      else if (r.error_value() == ec::no_such_key)
+        result = data{};
+    });
+    return result;
+  };
+  // Through the API.
+  master->write(make_op_put("never", 1, huge, writer_p), net.now);
+  master->write(make_op_put("gone", 2, tiny, writer_p), net.now);
+  master->write(make_op_add("sum", integer{3}, data::type::integer, huge, writer_p), net.now);
+  // Through a clone's write channel, as Broker's clones send them (hostile or not).
+  const entity_id writer{ep(7), 7};
+  auto from_writer = [&](uint64_t seq, store_wire::content what) {
+    auto bytes = store_wire::encode(store_wire::command{seq, writer, {ep(1), 1}, std::move(what)});
+    REQUIRE(bytes);
+    master->handle(master_topic("x"), *bytes, net.now);
+  };
+  from_writer(0, store_wire::attach_writer{1, 5});
+  from_writer(2, store_wire::put{"w-never", 4, huge, writer_p});
+  from_writer(3, store_wire::put{"w-gone", 5, tiny, writer_p});
+  from_writer(4, store_wire::subtract{"sum", integer{1}, huge, writer_p});
+  from_writer(5, store_wire::put_unique{"w-unique", 6, huge, writer, 1, writer_p});
+  master->flush();
+  net.now += std::chrono::hours{24 * 365};
+  master->tick(net.now);
+  master->flush();
+  CHECK(value_of("never") == data{1});
+  CHECK(value_of("w-never") == data{4});
+  CHECK(value_of("sum") == data{integer{2}});
+  CHECK(value_of("w-unique") == data{6});
+  CHECK(value_of("gone") == data{});
+  CHECK(value_of("w-gone") == data{});
+  CHECK(env_m.failures.empty());
+}
+
 TEST_CASE("clone writes survive an outage of any length exactly once", "[store_logic]") {
   bus net{5};
   node_env env_m{net, 0}, env_c{net, 1};
