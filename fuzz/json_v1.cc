@@ -1,13 +1,15 @@
 // Fuzz target: the WebSocket JSON v1 decoder (codec/json*), which reads every text message
 // a WebSocket client sends. The input goes to all three entry points: decode_data_message()
 // (every message after the first), decode() (a single value object) and decode_filter()
-// (the first message).
+// (the first message); and, split at newlines into a session's messages, to one reusable
+// json::decoder, which a WebSocket session keeps for all its messages.
 //
 // Checks: syntax errors carry 1-based positions and render as Broker's texts; a decoded
 // message re-encodes to JSON that decodes again (only duplicates may appear, see
 // codec_checks.hh) and re-encodes byte for byte, with the same topic; no reserved topic gets
 // through; decoded values survive the binary codec; a decoded filter re-rendered decodes to
-// the same topics.
+// the same topics; the reusable decoder answers every message exactly as
+// decode_data_message() does, whatever it decoded before.
 
 #include "codec_checks.hh"
 #include "fuzz_common.hh"
@@ -287,13 +289,50 @@ void check_filter(std::string_view text) {
   FUZZ_CHECK_MSG(again && *again == *filter, rendered);
 }
 
+bool same_result(const json::decode_result& x, const json::decode_result& y) {
+  return x.status == y.status
+         && (x.status != json::decode_status::malformed_json
+             || (x.code == y.code && x.line == y.line && x.column == y.column));
+}
+
+// One decoder for a whole session: its reused token tape must never leak from one message
+// into the next.
+void check_session(std::string_view text) {
+  constexpr size_t max_messages = 16;
+  json::decoder session;
+  auto one = [&session](std::string_view msg) {
+    std::string topic, topic2;
+    data value, value2;
+    auto res = session.data_message(msg, topic, value);
+    auto res2 = json::decode_data_message(msg, topic2, value2);
+    FUZZ_CHECK_MSG(same_result(res, res2), std::string{msg});
+    if (res)
+      FUZZ_CHECK_MSG(topic == topic2 && value == value2, std::string{msg});
+  };
+  size_t n = 0;
+  for (size_t pos = 0; pos <= text.size() && n < max_messages; ++n) {
+    auto end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    one(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  one(text);
+}
+
 } // namespace
 
 std::vector<fuzz::seed> fuzz::seeds() {
   std::vector<seed> result;
   size_t n = 0;
-  for (auto text : test_vectors)
+  std::string session;
+  for (auto text : test_vectors) {
     result.push_back({"test-vector-" + std::to_string(n++), text});
+    if (n <= 8)
+      session.append(text).append("\n");
+  }
+  // Messages of one session, one per line (check_session()).
+  result.push_back({"session", session});
   return result;
 }
 
@@ -302,5 +341,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_data_message(text);
   check_value(text);
   check_filter(text);
+  check_session(text);
   return 0;
 }

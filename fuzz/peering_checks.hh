@@ -21,12 +21,12 @@ bool same_message(const internal::wire::handshake_message& x,
 void check_handshake_payload(std::string_view payload);
 
 /// Checks a filter payload (routing_update): a decoded filter re-encodes no longer than the
-/// input and decodes to its sorted, deduplicated self; the extension marker helpers and
-/// minimize() keep their promises.
+/// input and decodes to its sorted, deduplicated self; minimize() keeps its promise.
 void check_filter_payload(std::string_view bytes);
 
 /// Checks one phase-3 payload the way the peer manager dispatches it: the header, relaying
-/// it unchanged, then by type the filter, the value, the extension header or the pong.
+/// it unchanged, then by type the filter, the value, the extension header or the
+/// pong (byte-identical, except our answer to the origin-v1 probe).
 void check_node_payload(std::string_view payload, size_t max_depth);
 
 } // namespace broker::fuzz
