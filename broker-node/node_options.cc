@@ -5,10 +5,16 @@
 
 namespace broker_node {
 
-using broker::ec;
 using broker::error;
-using broker::option_info;
-using broker::option_type;
+using broker_tools::choice_row;
+using broker_tools::count_row;
+using broker_tools::flag_row;
+using broker_tools::list_row;
+using broker_tools::quoted;
+using broker_tools::string_row;
+
+/// `key: what` (ec::invalid_config).
+constexpr auto invalid = broker_tools::option_error;
 
 namespace {
 
@@ -39,36 +45,6 @@ constexpr uint64_t max_ping_timeout_seconds = 3600;
 
 /// Where SQLite store files go unless --store-dir says otherwise.
 constexpr const char* default_store_dir = ".";
-
-// -- row builders ---------------------------------------------------------------------------
-
-option_info row(std::string key, option_type type, std::string def, std::string help,
-                char short_flag = 0) {
-  option_info info;
-  info.key = std::move(key);
-  info.type = type;
-  info.default_value = std::move(def);
-  info.help = std::move(help);
-  info.short_flag = short_flag;
-  return info;
-}
-
-option_info count_row(std::string key, uint64_t def, uint64_t min, uint64_t max,
-                      std::string help, char short_flag = 0) {
-  auto info = row(std::move(key), option_type::count, std::to_string(def), std::move(help),
-                  short_flag);
-  info.min = min;
-  info.max = max;
-  return info;
-}
-
-error invalid(std::string_view key, std::string what) {
-  return error{ec::invalid_config, std::string{key} + ": " + std::move(what)};
-}
-
-std::string quoted(std::string_view text) {
-  return "\"" + std::string{text} + "\"";
-}
 
 /// Checks the names of --master-stores or --clone-stores (`key`) and appends them to `out`.
 error read_store_names(const broker::configuration& cfg, std::string_view key,
@@ -117,28 +93,28 @@ error read_store_options(const broker::configuration& cfg, node_options& result)
 } // namespace
 
 error add_node_options(broker::configuration& cfg) {
-  std::vector<option_info> rows;
-  rows.push_back(row("topics", option_type::string_list, "[]",
-                     "topic prefixes to subscribe to (and so relay); ping uses the first",
-                     't'));
-  rows.push_back(row("peers", option_type::string_list, "[]",
-                     "peers to dial at start-up, each tcp://host:port"));
+  std::vector<broker::option_info> rows;
+  rows.push_back(list_row("topics",
+                          "topic prefixes to subscribe to (and so relay); ping uses the first",
+                          't'));
+  rows.push_back(list_row("peers", "peers to dial at start-up, each host:port or "
+                                   "tcp://host:port ([::1]:port for IPv6)"));
   rows.push_back(count_row("peer-retry", default_peer_retry_seconds, 0, max_peer_retry_seconds,
                            "seconds between re-dials of a failed or lost peer; 0: dial once"));
-  auto mode = row("mode", option_type::choice, "relay",
-                  "relay: subscribe and print; ping: time round trips; pong: answer pings",
-                  'm');
-  mode.choices = {"relay", "ping", "pong"};
-  rows.push_back(std::move(mode));
-  rows.push_back(row("verbose", option_type::boolean, "false",
-                     "print status and error events and every received message, one per line",
-                     'v'));
-  rows.push_back(row("rate", option_type::boolean, "false",
-                     "print the number of received messages every second", 'r'));
-  rows.push_back(row("listen-address", option_type::string, "",
-                     "address the peering port binds to; empty: all interfaces"));
-  rows.push_back(row("no-listen", option_type::boolean, "false",
-                     "accept no peerings (only dial --peers); otherwise -p 0 picks a free port"));
+  rows.push_back(choice_row("mode", "relay", {"relay", "ping", "pong"},
+                            "relay: subscribe and print; ping: time round trips; "
+                            "pong: answer pings",
+                            'm'));
+  rows.push_back(flag_row("verbose",
+                          "print status and error events and every received message, one "
+                          "per line",
+                          'v'));
+  rows.push_back(flag_row("rate", "print the number of received messages every second", 'r'));
+  rows.push_back(string_row("listen-address", "",
+                            "address the peering port binds to; empty: all interfaces"));
+  rows.push_back(flag_row("no-listen",
+                          "accept no peerings (only dial --peers); otherwise -p 0 picks a free "
+                          "port"));
   rows.push_back(count_row("num-pings", default_num_pings, 1, max_num_pings,
                            "pings sent in ping mode", 'n'));
   rows.push_back(count_row("payload-size", default_payload_size, 0, max_payload_size,
@@ -146,20 +122,14 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(count_row("ping-timeout", default_ping_timeout_seconds, 1,
                            max_ping_timeout_seconds,
                            "seconds ping mode waits for a ponger, and then for each pong"));
-  rows.push_back(row("master-stores", option_type::string_list, "[]",
-                     "data stores whose master this node hosts"));
-  rows.push_back(row("clone-stores", option_type::string_list, "[]",
-                     "data stores this node keeps a clone of"));
-  auto backend = row("store-backend", option_type::choice, "memory",
-                     "backend of --master-stores: memory, or sqlite (<store-dir>/<name>.db)");
-  backend.choices = {"memory", "sqlite"};
-  rows.push_back(std::move(backend));
-  rows.push_back(row("store-dir", option_type::string, default_store_dir,
-                     "directory of the SQLite files of --master-stores"));
-  for (auto& info : rows)
-    if (auto err = cfg.add_option(std::move(info)))
-      return err;
-  return {};
+  rows.push_back(list_row("master-stores", "data stores whose master this node hosts"));
+  rows.push_back(list_row("clone-stores", "data stores this node keeps a clone of"));
+  rows.push_back(choice_row("store-backend", "memory", {"memory", "sqlite"},
+                            "backend of --master-stores: memory, or sqlite "
+                            "(<store-dir>/<name>.db)"));
+  rows.push_back(string_row("store-dir", default_store_dir,
+                            "directory of the SQLite files of --master-stores"));
+  return broker_tools::add_rows(cfg, std::move(rows));
 }
 
 broker::expected<node_options> read_node_options(const broker::configuration& cfg) {
@@ -177,7 +147,7 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   if (result.mode != node_mode::relay && result.topics.empty())
     return invalid("topics", "mode " + mode + " needs at least one topic (-t)");
   for (auto& text : cfg.get_list("peers").value_or(std::vector<std::string>{})) {
-    auto addr = parse_peer_uri(text);
+    auto addr = broker_tools::parse_address(text);
     if (!addr)
       return invalid("peers", addr.error_value().message());
     result.peers.push_back(std::move(*addr));

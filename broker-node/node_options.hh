@@ -7,7 +7,7 @@
 // Flow at start-up (main.cc):
 //   1. add_node_options(cfg) adds the rows (topics, peers, mode, ...).
 //   2. cfg.load(argc, argv) reads file, environment and command line.
-//   3. read_node_options(cfg) checks what the table cannot check alone (peer URIs, a topic
+//   3. read_node_options(cfg) checks what the table cannot check alone (peer addresses, a topic
 //      for ping/pong, store names, TLS settings this build cannot honour) and returns
 //      node_options or an error whose message names the option.
 
@@ -16,7 +16,8 @@
 #include <broker/store.hh>
 #include <broker/topic.hh>
 
-#include "peer_uri.hh"
+#include "address.hh"
+#include "option_rows.hh"
 
 #include <chrono>
 #include <cstdint>
@@ -61,10 +62,8 @@ struct node_options {
 broker::error add_node_options(broker::configuration& cfg);
 
 /// Validates and collects the node's settings from a loaded configuration. Errors
-/// (ec::invalid_config) name the option, e.g. `peers: expected tcp://host:port, got "x"`.
+/// (ec::invalid_config) name the option, e.g.
+/// `peers: expected host:port or tcp://host:port, got "x" (missing port)`.
 broker::expected<node_options> read_node_options(const broker::configuration& cfg);
-
-/// Parses `tcp://host:port`, `tcp://[v6addr]:port` or Broker's `<tcp://host:port>`.
-using broker_tools::parse_peer_uri;
 
 } // namespace broker_node

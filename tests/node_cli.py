@@ -47,7 +47,7 @@ def test_invalid_configuration(binary):
     cases = [
         (["--no-such-option"], "no-such-option"),
         (["--peer-retry=soon"], "peer-retry"),
-        (["--peers", "127.0.0.1:9999"], "peers"),
+        (["--peers", "127.0.0.1"], "peers"),
         (["--peers", "tcp://127.0.0.1:0"], "peers"),
         (["-m", "dance"], "mode"),
         (["-m", "ping"], "topics"),

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/overflow_policy.hh"
 
 namespace broker {
@@ -44,10 +45,10 @@ enum class option_type : uint8_t {
 };
 
 /// "bool", "count", "port", "string", "list" or "choice".
-std::string_view to_string(option_type x) noexcept;
+BROKER_API std::string_view to_string(option_type x) noexcept;
 
 /// One row of the options table.
-struct option_info {
+struct BROKER_API option_info {
   std::string key;                  ///< Canonical hyphenated key, e.g. "broker.ttl".
   option_type type = option_type::string;
   std::string default_value;        ///< The default, as text parsed like user input.
@@ -67,7 +68,7 @@ using option_value = std::variant<bool, uint64_t, std::string, std::vector<std::
 using getenv_function = std::function<const char*(const char*)>;
 
 /// Every option of a Broker endpoint, validated against the options table.
-class configuration {
+class BROKER_API configuration {
 public:
   /// Every option at its default.
   configuration();
@@ -226,7 +227,7 @@ public:
   const std::string& log_level() const;
 
   /// Equal if both have the same program options and the same values.
-  friend bool operator==(const configuration& x, const configuration& y);
+  friend BROKER_API bool operator==(const configuration& x, const configuration& y);
   friend bool operator!=(const configuration& x, const configuration& y) { return !(x == y); }
 
 private:
