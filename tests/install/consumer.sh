@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# System test: install the build into a temporary prefix, then build and run a program
+# outside the tree against it, once with CMake (find_package(Broker 0.1 REQUIRED)) and once
+# with pkg-config. Checks what the installation holds and what it must not hold.
+#   consumer.sh <build dir> <cmake> <c++ compiler>
+set -euo pipefail
+build="$1"
+cmake="$2"
+cxx="$3"
+here="$(cd "$(dirname "$0")" && pwd)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" \
+  || { cat "$tmp/install.log"; fail "cmake --install"; }
+
+# What the installation holds.
+[ -f "$prefix/include/broker/endpoint.hh" ] || fail "no public headers"
+[ -f "$prefix/include/broker/version.hh" ] || fail "no generated broker/version.hh"
+[ ! -e "$prefix/include/broker/internal" ] || fail "internal headers are installed"
+if find "$prefix/include" -name '*.test.hh' | grep -q .; then fail "test headers are installed"; fi
+config="$(find "$prefix" -name BrokerConfig.cmake)"
+[ -n "$config" ] || fail "no BrokerConfig.cmake"
+[ -f "$(dirname "$config")/BrokerConfigVersion.cmake" ] || fail "no BrokerConfigVersion.cmake"
+pc="$(find "$prefix" -name broker.pc)"
+[ -n "$pc" ] || fail "no broker.pc"
+soname="$(find "$prefix" -name 'libbroker.so.*' -type f)"
+[ -n "$soname" ] || fail "no versioned libbroker.so.*"
+libdir="$(dirname "$soname")"
+
+# 1. CMake.
+"$cmake" -S "$here/consumer" -B "$tmp/cmake-build" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" 2>&1 \
+  || { cat "$tmp/configure.log"; fail "find_package(Broker 0.1 REQUIRED)"; }
+"$cmake" --build "$tmp/cmake-build" >"$tmp/build.log" 2>&1 \
+  || { cat "$tmp/build.log"; fail "building against Broker::broker"; }
+out="$("$tmp/cmake-build/consumer")" || fail "the CMake-built consumer: $out"
+grep -q '^consumer .*: /consumer/test {"@data-type":"count","data":42}$' <<<"$out" \
+  || fail "unexpected output: $out"
+echo "ok   cmake: $out"
+
+# The version file refuses an incompatible request.
+if "$cmake" -S "$here/consumer" -B "$tmp/cmake-wrong" -DCMAKE_CXX_COMPILER="$cxx" \
+     -DCMAKE_PREFIX_PATH="$prefix" -DBROKER_WANTED_VERSION=99.0 >"$tmp/wrong.log" 2>&1; then
+  fail "find_package(Broker 99.0) succeeded"
+fi
+grep -q 'considered but not accepted' "$tmp/wrong.log" || { cat "$tmp/wrong.log"; fail "no version check"; }
+echo "ok   find_package(Broker 99.0) is refused"
+
+# 2. pkg-config.
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+[ "$(pkg-config --modversion broker)" = "$(sed -n 's/^Version: //p' "$pc")" ] \
+  || fail "pkg-config --modversion"
+# shellcheck disable=SC2046
+"$cxx" -std=c++17 -o "$tmp/consumer-pc" "$here/consumer/main.cc" \
+  $(pkg-config --cflags --libs broker) -Wl,-rpath,"$libdir" \
+  || fail "building with pkg-config"
+out="$("$tmp/consumer-pc")" || fail "the pkg-config-built consumer: $out"
+grep -q '/consumer/test' <<<"$out" || fail "unexpected output: $out"
+echo "ok   pkg-config: $out"
+echo "PASS"
