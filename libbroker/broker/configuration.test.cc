@@ -12,53 +12,13 @@
 
 #include <unistd.h>
 
+#include "broker/configuration.test.hh"
 #include "broker/internal/config/config_file.hh"
 
 using namespace broker;
+using namespace broker::test;
 
 namespace {
-
-// argv as a program receives it: argv[0] is the program name, argv[argc] is null.
-struct args {
-  explicit args(std::vector<std::string> xs) : strings(std::move(xs)) {
-    strings.insert(strings.begin(), "prog");
-    for (auto& str : strings)
-      pointers.push_back(str.c_str());
-    pointers.push_back(nullptr);
-  }
-  int argc() const { return static_cast<int>(strings.size()); }
-  const char* const* argv() const { return pointers.data(); }
-  std::vector<std::string> strings;
-  std::vector<const char*> pointers;
-};
-
-error parse(configuration& cfg, std::vector<std::string> xs,
-            std::vector<std::string>* remainder = nullptr) {
-  args a{std::move(xs)};
-  return cfg.parse_args(a.argc(), a.argv(), remainder);
-}
-
-getenv_function fake_env(std::map<std::string, std::string> vars) {
-  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [shared](const char* name) -> const char* {
-    auto i = shared->find(name);
-    return i == shared->end() ? nullptr : i->second.c_str();
-  };
-}
-
-// A scratch file removed at the end of the test.
-struct temp_file {
-  explicit temp_file(const std::string& content) {
-    char name[] = "/tmp/broker-config-test-XXXXXX";
-    auto fd = mkstemp(name);
-    REQUIRE(fd >= 0);
-    close(fd);
-    path = name;
-    std::ofstream{path, std::ios::binary} << content;
-  }
-  ~temp_file() { std::remove(path.c_str()); }
-  std::string path;
-};
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -394,14 +354,15 @@ TEST_CASE("generic getters return a value only for a known key of their type", "
   CHECK_FALSE(cfg.get_count("broker.nope").has_value());
 }
 
-TEST_CASE("log levels are error, warning, info and debug", "[config]") {
+TEST_CASE("log levels are CAF's: quiet, error, warning, info, debug and trace", "[config]") {
   configuration cfg;
-  for (auto level : {"error", "warning", "info", "debug"}) {
+  for (auto level : {"quiet", "error", "warning", "info", "debug", "trace"}) {
     CHECK_FALSE(cfg.set("broker.log-level", level));
     CHECK(cfg.log_level() == level);
   }
-  CHECK(cfg.set("broker.log-level", "trace").message()
-        == R"(broker.log-level: expected one of error, warning, info, debug, got "trace")");
+  CHECK(cfg.set("broker.log-level", "verbose").message()
+        == R"(broker.log-level: expected one of quiet, error, warning, info, debug, trace, )"
+           R"(got "verbose")");
 }
 
 TEST_CASE("configurations are values: copies are independent and compare equal", "[config]") {
@@ -600,8 +561,8 @@ TEST_CASE("an unknown key or invalid value in a file names the key and line", "[
            "disconnect, got \"block\"");
   CHECK(cfg.load_string("broker.ttl = [1, 2]", "a.conf").message()
         == "a.conf:1:1: broker.ttl: expected a count, got a list");
-  CHECK(cfg.load_string("caf { scheduler { max-threads = 4 } }", "a.conf").message()
-        == R"(a.conf:1:19: unknown option "caf.scheduler.max-threads" )"
+  CHECK(cfg.load_string("brocker { scheduler { max-threads = 4 } }", "a.conf").message()
+        == R"(a.conf:1:23: unknown option "brocker.scheduler.max-threads" )"
            R"((did you mean "broker.scheduler.max-threads"?))");
 }
 

@@ -66,7 +66,7 @@ endpoint::endpoint(configuration cfg) {
   auto id = endpoint_id::random();
   ctx_ = std::make_shared<internal::endpoint_context>(std::move(cfg), id);
   const auto& conf = ctx_->config();
-  internal::set_log_level(internal::parse_log_level(conf.log_level()));
+  internal::configure_logger(conf, id);
   internal::core_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();

@@ -89,6 +89,12 @@ std::vector<std::string> all_policies() {
   return {"block", "drop_oldest", "drop_newest", "disconnect"};
 }
 
+// CAF's verbosity names, which Broker's config files and variables use: quiet writes
+// nothing, trace is debug (we have no finer level).
+std::vector<std::string> log_levels() {
+  return {"quiet", "error", "warning", "info", "debug", "trace"};
+}
+
 // -- parsing helpers --------------------------------------------------------------------------
 
 bool is_space(char c) noexcept {
@@ -256,9 +262,8 @@ std::vector<option_info> make_options_table() {
   add(bo::max_nesting_depth,
       count_option("broker.max-nesting-depth", 128, min_nesting_depth, max_nesting_depth,
                    "deepest container nesting accepted when decoding data"));
-  add(bo::log_level, choice_option("broker.log-level", "info",
-                                   {"error", "warning", "info", "debug"},
-                                   "least severe log level that is written"));
+  add(bo::log_level, choice_option("broker.log-level", "info", log_levels(),
+                                   "least severe level written to stderr; quiet: nothing"));
   add(bo::ssl_certificate,
       string_option("broker.ssl.certificate", "path of this node's PEM certificate"));
   add(bo::ssl_key, string_option("broker.ssl.key", "path of the certificate's private key"));
@@ -309,6 +314,12 @@ std::vector<option_info> make_options_table() {
   add(bo::store_master_probe_timeout,
       count_option("broker.store.master-probe-timeout", 300, 0, max_timeout_ms,
                    "milliseconds attach_master waits for an existing master to object"));
+  add(bo::log_file,
+      string_option("broker.log-file",
+                    "also log to this file; [PID] and [TIMESTAMP] are replaced; empty: no file"));
+  add(bo::log_file_level,
+      choice_option("broker.log-file-level", "info", log_levels(),
+                    "least severe level written to broker.log-file"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
   return table;
 }
