@@ -29,10 +29,30 @@ namespace {
 constexpr std::string_view usage =
   "Usage: broker-node [options]\n"
   "\n"
+  "A Broker endpoint as a daemon: accepts peerings (Zeek Broker's native protocol), dials\n"
+  "--peers, subscribes to --topics and relays messages between its peers; optionally\n"
+  "serves the WebSocket JSON API and Prometheus metrics, and hosts data stores. Modes:\n"
+  "relay (default), ping and pong (Broker's broker-node convention).\n"
+  "\n"
   "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
   "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.\n";
 
-constexpr broker_tools::tool_info node_info{"broker-node", usage};
+broker_tools::tool_info node_info() {
+  broker_tools::tool_info info;
+  info.man.name = "broker-node";
+  info.man.summary = "a Zeek Broker compatible publish/subscribe node";
+  info.man.usage = usage;
+  info.man.exit_status =
+    "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay mode, every pong received in ping mode\n"
+    "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
+    "attached; the message names it\n"
+    "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";
+  info.man.files = "/etc/broker/broker.conf\tthe configuration of the broker-node service "
+                   "(broker-node.service)";
+  info.man.see_also = "broker-store(1), broker-throughput(1), systemd.service(5); "
+                      "doc/node.md and doc/configuration.md";
+  return info;
+}
 
 /// Exit code for a start-up failure: the operator's configuration, or the runtime.
 int failure_code(const broker::error& err) {
@@ -86,7 +106,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
 } // namespace
 
 int main(int argc, char** argv) {
-  broker_tools::tool t{node_info};
+  broker_tools::tool t{node_info()};
   if (auto code = t.start(argc, argv, add_node_options))
     return *code;
   if (!t.args().empty())

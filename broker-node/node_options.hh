@@ -18,6 +18,7 @@
 
 #include "address.hh"
 #include "option_rows.hh"
+#include "store_options.hh"
 
 #include <chrono>
 #include <cstdint>
@@ -30,8 +31,8 @@ namespace broker_node {
 /// What the node does with the topics (see doc/node.md).
 enum class node_mode : uint8_t {
   relay, ///< Subscribe to the topics (and so relay them); print; exit on the value "stop".
-  ping,  ///< Publish pings on the first topic, time the pongs, print a summary, exit.
-  pong,  ///< Answer every ping on the topics with a pong on <topic>/pong.
+  ping,  ///< Rendezvous, then publish pings on the first topic, time the pongs, exit.
+  pong,  ///< Answer every ping with a pong on the ping's topic; exit on "stop".
 };
 
 /// One entry of --peers (shared with the other tools).
@@ -48,17 +49,20 @@ struct node_options {
   bool listen = true;
   std::string listen_address;
   uint16_t port = 0;
-  uint64_t num_pings = 0;
+  uint64_t num_messages = 0;
   uint64_t payload_size = 0;
   std::chrono::seconds ping_timeout{0};
+  std::chrono::milliseconds rendezvous_retry{0};
+  /// --name: prefixes the -v lines; empty for none.
+  std::string name;
   std::vector<std::string> master_stores;
   std::vector<std::string> clone_stores;
-  broker::backend store_backend = broker::backend::memory;
-  /// Directory of the SQLite files, <store-dir>/<name>.db.
-  std::string store_dir;
+  /// Backend, directory and SQLite settings of the masters.
+  broker_tools::store_settings store;
 };
 
-/// Adds broker-node's rows to `cfg`. Fails only on a clash with the library's table.
+/// Adds broker-node's rows, and Broker's spellings (`port`, `num-pings`), to `cfg`. Fails
+/// only on a clash with the library's table.
 broker::error add_node_options(broker::configuration& cfg);
 
 /// Validates and collects the node's settings from a loaded configuration. Errors

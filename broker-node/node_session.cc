@@ -135,14 +135,21 @@ wake_reason node_session::wait(int fd, clock::time_point deadline) {
 void node_session::received(const broker::data_message& msg) {
   ++received_since_tick_;
   if (opts_.verbose)
-    print_line(received_line(msg));
+    print_verbose(received_line(msg));
 }
 
 void node_session::drain_events() {
   for (auto& event : events_.poll())
     if (opts_.verbose)
       if (auto line = event_line(event); !line.empty())
-        print_line(line);
+        print_verbose(line);
+}
+
+void node_session::print_verbose(const std::string& line) {
+  if (opts_.name.empty())
+    print_line(line);
+  else
+    print_line("[" + escape_line(opts_.name) + "] " + line);
 }
 
 void node_session::tick(clock::time_point now) {

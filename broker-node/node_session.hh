@@ -16,10 +16,11 @@
 //
 // Output format (stdout, one line per event, flushed per line; see doc/node.md):
 //   listening on <port>
-//   status <code> <peer id or -> <host:port or -> <message>
-//   error <code> <message>
-//   received <topic> <value>
+//   status <code> <peer id or -> <host:port or -> <message>     (-v)
+//   error <code> <message>                                       (-v)
+//   received <topic> <value>                                     (-v)
 //   rate: <n> messages/s
+// With --name, the -v lines start with "[<name>] ".
 
 #include "node_options.hh"
 
@@ -71,6 +72,8 @@ public:
   const node_options& options() const noexcept { return opts_; }
 
 private:
+  /// A -v line, prefixed with `[<name>] ` when --name is set.
+  void print_verbose(const std::string& line);
   void drain_events();
   void tick(clock::time_point now);
 

@@ -30,12 +30,22 @@ constexpr std::string_view usage =
   "every second. With --web-socket both use a node's WebSocket API at <host>:<port>.\n"
   "Addresses may also be written tcp://host:port, and [::1]:port for IPv6.\n";
 
-constexpr broker_tools::tool_info throughput_info{"broker-throughput", usage};
+broker_tools::tool_info throughput_info() {
+  broker_tools::tool_info info;
+  info.man.name = "broker-throughput";
+  info.man.summary = "measure publish/subscribe throughput and latency of Broker nodes";
+  info.man.usage = usage;
+  info.man.exit_status = "0\tdone: --count or --duration reached, or SIGINT/SIGTERM\n"
+                         "1\tbad usage: the message names the option or argument\n"
+                         "2\truntime failure: cannot listen or connect, the connection broke";
+  info.man.see_also = "broker-node(1), broker-store(1); broker-throughput/README.md";
+  return info;
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
-  broker_tools::tool t{throughput_info};
+  broker_tools::tool t{throughput_info()};
   if (auto code = t.start(argc, argv, add_throughput_options))
     return *code;
   auto opts = read_throughput_options(t.config(), t.args());

@@ -9,7 +9,7 @@ using broker::ec;
 using broker::error;
 using broker_tools::count_row;
 using broker_tools::flag_row;
-using broker_tools::quoted;
+using broker_tools::in_quotes;
 
 /// `key: what` (ec::invalid_config).
 constexpr auto invalid = broker_tools::option_error;
@@ -90,7 +90,7 @@ read_throughput_options(const broker::configuration& cfg, const std::vector<std:
   if (rest.empty())
     return error{ec::invalid_config, std::string{"missing argument "} + what};
   if (rest.size() > 1)
-    return error{ec::invalid_config, "unexpected argument " + quoted(rest[1])};
+    return error{ec::invalid_config, "unexpected argument " + in_quotes(rest[1])};
   // A server binds (":9999" is every interface, port 0 a free one); a client dials.
   broker_tools::address_rules rules;
   rules.default_port = default_port;
@@ -105,7 +105,7 @@ read_throughput_options(const broker::configuration& cfg, const std::vector<std:
   if (result.mode == role::client || result.via == transport::web_socket) {
     if (result.host.empty())
       return error{ec::invalid_config, std::string{what} + ": missing host in "
-                                         + quoted(rest.front())};
+                                         + in_quotes(rest.front())};
     if (result.port == 0)
       return error{ec::invalid_config, std::string{what} + ": cannot connect to port 0"};
   }

@@ -6,20 +6,19 @@ include(CMakePackageConfigHelpers)
 set(BROKER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Broker)
 
 install(TARGETS broker EXPORT BrokerTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
-                NAMELINK_COMPONENT development
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/libbroker/broker
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hh"
         PATTERN "internal" EXCLUDE
         PATTERN "*.test.hh" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/libbroker/include/broker/version.hh
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/broker COMPONENT development)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/broker)
 
 install(EXPORT BrokerTargets NAMESPACE Broker:: DESTINATION ${BROKER_CMAKE_DIR}
-        FILE BrokerTargets.cmake COMPONENT development)
+        FILE BrokerTargets.cmake)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/BrokerConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/BrokerConfig.cmake
                               INSTALL_DESTINATION ${BROKER_CMAKE_DIR})
@@ -28,7 +27,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/BrokerConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/BrokerConfig.cmake
               ${PROJECT_BINARY_DIR}/BrokerConfigVersion.cmake
-        DESTINATION ${BROKER_CMAKE_DIR} COMPONENT development)
+        DESTINATION ${BROKER_CMAKE_DIR})
 
 # pkg-config: a system install (/usr, e.g. the Debian packages) names its prefix; any other
 # prefix is found relative to the .pc file, so that an installed tree can move.
@@ -48,4 +47,4 @@ foreach(dir LIBDIR INCLUDEDIR)
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/broker.pc.in ${PROJECT_BINARY_DIR}/broker.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/broker.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

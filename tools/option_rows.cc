@@ -61,7 +61,7 @@ broker::error option_error(std::string_view key, std::string what) {
   return broker::error{broker::ec::invalid_config, std::string{key} + ": " + std::move(what)};
 }
 
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
   return "\"" + std::string{text} + "\"";
 }
 

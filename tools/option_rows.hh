@@ -48,6 +48,6 @@ broker::error add_rows(broker::configuration& cfg, std::vector<broker::option_in
 broker::error option_error(std::string_view key, std::string what);
 
 /// `text` in double quotes, for error messages.
-std::string quoted(std::string_view text);
+std::string in_quotes(std::string_view text);
 
 } // namespace broker_tools

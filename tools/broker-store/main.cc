@@ -18,6 +18,7 @@
 
 #include "address.hh"
 #include "option_rows.hh"
+#include "store_options.hh"
 #include "tool.hh"
 
 #include <broker/configuration.hh>
@@ -54,7 +55,18 @@ constexpr std::string_view usage =
   "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
   "store, 3 an operation failed. See doc/broker-store.md.\n";
 
-constexpr broker_tools::tool_info store_info{"broker-store", usage};
+broker_tools::tool_info store_info() {
+  broker_tools::tool_info info;
+  info.man.name = "broker-store";
+  info.man.summary = "read and write a Broker data store from the command line";
+  info.man.usage = usage;
+  info.man.exit_status = "0\tall operations succeeded\n"
+                         "1\tbad usage: an option, an operation or a value\n"
+                         "2\tcannot reach or attach the store\n"
+                         "3\tan operation failed";
+  info.man.see_also = "broker-node(1), broker-throughput(1); doc/broker-store.md";
+  return info;
+}
 
 /// Exit codes (doc/broker-store.md).
 enum exit_code : int {
@@ -85,6 +97,7 @@ struct tool_options {
   std::vector<broker_tools::peer_address> peers;
   std::chrono::seconds peer_retry{0};
   bool master = false;
+  broker_tools::store_settings backend; ///< Of the master (--master).
   bool listen = false;
   std::string listen_address;
   uint16_t port = 0;
@@ -100,8 +113,9 @@ broker::error add_tool_options(broker::configuration& cfg) {
                                   "([::1]:port for IPv6)"));
   rows.push_back(count_row("peer-retry", 0, 0, max_seconds,
                            "seconds between re-dials of a failed or lost peer; 0: dial once"));
-  rows.push_back(flag_row("master",
-                          "host the store's master here (memory backend) instead of a clone"));
+  rows.push_back(flag_row("master", "host the store's master here (see --store-backend) "
+                                    "instead of a clone"));
+  add_store_rows(rows, "--master");
   rows.push_back(flag_row("listen", "accept peerings on -p (0: a free port), printed as "
                                     "{\"listening\":PORT}"));
   rows.push_back(string_row("listen-address", "",
@@ -147,6 +161,10 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   }
   result.peer_retry = std::chrono::seconds{cfg.get_count("peer-retry").value_or(0)};
   result.master = cfg.get_bool("master").value_or(false);
+  auto backend = broker_tools::read_store_settings(cfg);
+  if (!backend)
+    return backend.error_value();
+  result.backend = std::move(*backend);
   result.listen = cfg.get_bool("listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");
   result.port = cfg.port();
@@ -158,6 +176,9 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   if (result.store.empty() || broker::is_reserved_topic(result.store))
     return broker::error{broker::ec::invalid_config,
                          "invalid store name \"" + result.store + "\""};
+  if (result.master)
+    if (auto err = broker_tools::check_store_file_name(result.backend, "STORE", result.store))
+      return err;
   std::vector<std::string> words{rest.begin() + 1, rest.end()};
   if (auto err = parse_command_line_ops(words, result.ops))
     return err;
@@ -190,7 +211,8 @@ broker::error dial_peers(broker::endpoint& ep, const tool_options& opts) {
 
 broker::expected<broker::store> attach(broker::endpoint& ep, const tool_options& opts) {
   if (opts.master)
-    return ep.attach_master(opts.store);
+    return ep.attach_master(opts.store, opts.backend.backend,
+                            broker_tools::backend_options_for(opts.backend, opts.store));
   auto st = ep.attach_clone(opts.store);
   if (!st || opts.ready_timeout.count() == 0)
     return st;
@@ -305,7 +327,7 @@ int run(broker_tools::tool& t, const tool_options& opts) {
 } // namespace
 
 int main(int argc, char** argv) {
-  broker_tools::tool t{store_info};
+  broker_tools::tool t{store_info()};
   if (auto code = t.start(argc, argv, add_tool_options))
     return *code;
   auto opts = read_options(t.config(), t.args());
