@@ -137,8 +137,10 @@ error add_node_options(broker::configuration& cfg) {
                            max_ping_timeout_seconds,
                            "seconds ping mode waits for the rendezvous, and then for each "
                            "pong"));
-  rows.push_back(string_row("name", "",
-                            "a name for this node: prefixes its -v lines as [name]"));
+  rows.push_back(broker_tools::option_row("name", broker::option_type::string, "",
+                                          "a name for this node: prefixes its -v lines as "
+                                          "[name]",
+                                          'N'));
   rows.push_back(string_row("endpoint-id", "",
                             "Broker's option to fix the endpoint id; not supported (ids "
                             "are random), setting it is an error"));

@@ -432,6 +432,17 @@ TEST_CASE("a list rejects empty elements and malformed literals", "[config]") {
   CHECK(cfg.get_list("node.topics") == std::vector<std::string>{"/a"});
 }
 
+TEST_CASE("a bracketed IPv6 address with a port is a list element, not a literal", "[config]") {
+  configuration cfg;
+  REQUIRE_FALSE(cfg.add_option(topics_option()));
+  CHECK_FALSE(cfg.set("node.topics", "[::1]:9999"));
+  CHECK(cfg.get_list("node.topics") == std::vector<std::string>{"[::1]:9999"});
+  CHECK_FALSE(cfg.set("node.topics", "[::1]:1,[fe80::1]:2"));
+  CHECK(cfg.get_list("node.topics") == std::vector<std::string>{"[::1]:1", "[fe80::1]:2"});
+  CHECK_FALSE(cfg.set("node.topics", "[\"[::1]:1\"]"));
+  CHECK(cfg.get_list("node.topics") == std::vector<std::string>{"[::1]:1"});
+}
+
 TEST_CASE("add_option rejects clashing or invalid specifications", "[config]") {
   configuration cfg;
   auto with = [](auto change) {

@@ -186,9 +186,21 @@ expected<option_value> parse_port(std::string_view text) {
   return option_value{*value};
 }
 
+// "[::1]:9999" (and a list of such addresses, comma-separated) is no list literal.
+bool starts_with_ipv6_address(std::string_view text) noexcept {
+  auto close = text.find(']');
+  if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+    return false;
+  for (auto c : text.substr(1, close - 1))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+          || c == ':' || c == '.'))
+      return false;
+  return true;
+}
+
 expected<option_value> parse_list(std::string_view text) {
   auto str = trim(text);
-  if (!str.empty() && str.front() == '[') {
+  if (!str.empty() && str.front() == '[' && !starts_with_ipv6_address(str)) {
     if (auto items = parse_list_literal(str))
       return option_value{std::move(*items)};
     return invalid("a list such as [\"/a\", \"/b\"] or /a,/b", text);
