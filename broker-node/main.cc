@@ -9,11 +9,14 @@
 //      handshake already carries the topics and -v sees the first peer_added.
 //   4. Listen (print `listening on <port>`; exit 2 if that fails), dial --peers.
 //   5. Attach the data stores (stores.hh; exit 1 if one cannot be attached).
-//   6. Run the mode; on return the endpoint shuts down gracefully (BYE to every peer).
+//   6. Tell systemd READY=1 (tools/sd_notify.hh; nothing outside systemd).
+//   7. Run the mode; on return tell systemd STOPPING=1, and the endpoint shuts down
+//      gracefully (BYE to every peer).
 
 #include "modes.hh"
 #include "node_options.hh"
 #include "node_session.hh"
+#include "sd_notify.hh"
 #include "stores.hh"
 #include "tool.hh"
 
@@ -54,6 +57,21 @@ broker_tools::tool_info node_info() {
   return info;
 }
 
+/// Tells systemd (Type=notify) about the node's state; a no-op outside systemd. A failure is
+/// worth a warning only: the node works, but systemd will time out waiting for it.
+void notify_service_manager(const broker_tools::tool& t, const std::string& state) {
+  std::string error;
+  if (broker_tools::sd_notify(state, &error) == broker_tools::notify_result::failed)
+    t.notice(error);
+}
+
+/// The STATUS= line systemctl status shows.
+std::string status_text(const node_options& opts, uint16_t port) {
+  std::string result = port != 0 ? "listening on " + std::to_string(port) : "not listening";
+  result += ", " + std::to_string(opts.peers.size()) + " peers to dial";
+  return result;
+}
+
 /// Exit code for a start-up failure: the operator's configuration, or the runtime.
 int failure_code(const broker::error& err) {
   return err == broker::ec::invalid_config ? exit_invalid_config : exit_runtime_failure;
@@ -66,6 +84,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
     return t.fail(failure_code(err), "cannot start: " + to_string(err));
   node_session session{ep, opts, t.signals()};
   auto hub = ep.make_hub(mode_filter(opts));
+  uint16_t listening = 0;
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
     // A bad TLS setup or listen address is the operator's configuration, not the runtime.
@@ -74,6 +93,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
                     "cannot listen on \"" + opts.listen_address + "\":"
                       + std::to_string(opts.port) + ": " + to_string(port.error_value()));
     print_line("listening on " + std::to_string(*port));
+    listening = *port;
   }
   for (auto& peer : opts.peers)
     ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
@@ -82,6 +102,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
   auto stores = attach_stores(ep, opts);
   if (!stores)
     return t.fail(exit_invalid_config, stores.error_value().message());
+  notify_service_manager(t, "READY=1\nSTATUS=" + status_text(opts, listening));
   int code = exit_clean;
   switch (opts.mode) {
     case node_mode::ping:
@@ -100,6 +121,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
   // afterwards the peers' queues hold everything the core accepted, and shutdown() flushes
   // them before its BYE.
   ep.metrics();
+  notify_service_manager(t, "STOPPING=1");
   return code;
 }
 

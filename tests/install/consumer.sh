@@ -26,6 +26,11 @@ config="$(find "$prefix" -name BrokerConfig.cmake)"
 [ -f "$(dirname "$config")/BrokerConfigVersion.cmake" ] || fail "no BrokerConfigVersion.cmake"
 pc="$(find "$prefix" -name broker.pc)"
 [ -n "$pc" ] || fail "no broker.pc"
+for page in broker-node broker-throughput broker-store; do
+  [ -f "$prefix/share/man/man1/$page.1" ] || fail "no man page $page.1"
+done
+[ -f "$prefix/lib/systemd/system/broker-node.service" ] || fail "no systemd unit"
+[ -f "$prefix/etc/broker/broker.conf" ] || fail "no default etc/broker/broker.conf"
 soname="$(find "$prefix" -name 'libbroker.so.*' -type f)"
 [ -n "$soname" ] || fail "no versioned libbroker.so.*"
 libdir="$(dirname "$soname")"
