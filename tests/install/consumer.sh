@@ -3,35 +3,47 @@
 # outside the tree against it, once with CMake (find_package(Broker 0.1 REQUIRED)) and once
 # with pkg-config. Checks what the installation holds and what it must not hold.
 #   consumer.sh <build dir> <cmake> <c++ compiler>
+#   consumer.sh --prefix <dir> [<sysroot>] <cmake> <c++ compiler>
+#       the same against an existing installation (the Debian packages, unpacked into
+#       <sysroot> or installed: tests/install/debs.sh)
 set -euo pipefail
-build="$1"
-cmake="$2"
-cxx="$3"
 here="$(cd "$(dirname "$0")" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-prefix="$tmp/prefix"
 fail() { echo "FAIL: $*"; exit 1; }
-
-"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" \
-  || { cat "$tmp/install.log"; fail "cmake --install"; }
+sysroot=""
+if [ "$1" = "--prefix" ]; then
+  prefix="$2"
+  if [ $# -eq 5 ]; then sysroot="$3"; shift; fi
+  cmake="$3"
+  cxx="$4"
+else
+  build="$1"
+  cmake="$2"
+  cxx="$3"
+  prefix="$tmp/prefix"
+  "$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" \
+    || { cat "$tmp/install.log"; fail "cmake --install"; }
+fi
 
 # What the installation holds.
 [ -f "$prefix/include/broker/endpoint.hh" ] || fail "no public headers"
 [ -f "$prefix/include/broker/version.hh" ] || fail "no generated broker/version.hh"
 [ ! -e "$prefix/include/broker/internal" ] || fail "internal headers are installed"
 if find "$prefix/include" -name '*.test.hh' | grep -q .; then fail "test headers are installed"; fi
-config="$(find "$prefix" -name BrokerConfig.cmake)"
+config="$(find "$prefix" -name BrokerConfig.cmake -path '*/cmake/Broker/*')"
 [ -n "$config" ] || fail "no BrokerConfig.cmake"
 [ -f "$(dirname "$config")/BrokerConfigVersion.cmake" ] || fail "no BrokerConfigVersion.cmake"
-pc="$(find "$prefix" -name broker.pc)"
+pc="$(find "$prefix" -name broker.pc -path '*/pkgconfig/*')"
 [ -n "$pc" ] || fail "no broker.pc"
-for page in broker-node broker-throughput broker-store; do
-  [ -f "$prefix/share/man/man1/$page.1" ] || fail "no man page $page.1"
-done
-[ -f "$prefix/lib/systemd/system/broker-node.service" ] || fail "no systemd unit"
-[ -f "$prefix/etc/broker/broker.conf" ] || fail "no default etc/broker/broker.conf"
-soname="$(find "$prefix" -name 'libbroker.so.*' -type f)"
+if [ -n "${build:-}" ]; then  # What only the build installs (the packages split it).
+  for page in broker-node broker-throughput broker-store; do
+    [ -f "$prefix/share/man/man1/$page.1" ] || fail "no man page $page.1"
+  done
+  [ -f "$prefix/lib/systemd/system/broker-node.service" ] || fail "no systemd unit"
+  [ -f "$prefix/etc/broker/broker.conf" ] || fail "no default etc/broker/broker.conf"
+fi
+soname="$(find "$prefix" -name 'libbroker.so.*' -type f | head -1)"
 [ -n "$soname" ] || fail "no versioned libbroker.so.*"
 libdir="$(dirname "$soname")"
 
@@ -56,6 +68,8 @@ echo "ok   find_package(Broker 99.0) is refused"
 
 # 2. pkg-config.
 export PKG_CONFIG_PATH="$(dirname "$pc")"
+# An unpacked package names /usr in broker.pc; the sysroot moves it to where it is.
+[ -n "$sysroot" ] && export PKG_CONFIG_SYSROOT_DIR="$sysroot"
 [ "$(pkg-config --modversion broker)" = "$(sed -n 's/^Version: //p' "$pc")" ] \
   || fail "pkg-config --modversion"
 # shellcheck disable=SC2046
