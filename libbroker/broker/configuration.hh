@@ -115,7 +115,9 @@ public:
 
   // -- generic access by key ------------------------------------------------------------------
 
-  /// Parses `value` as the option's type and validates it. Errors (invalid_config):
+  /// Parses `value` as the option's type and validates it. `key` may also be a Zeek Broker
+  /// spelling or a program alias (the option is set, and a notice recorded) or a Broker/CAF
+  /// setting without effect here (only a notice is recorded). Errors (invalid_config):
   /// `unknown option "broker.foo"` or `broker.ttl: expected ..., got "abc"`. On error the
   /// option keeps its previous value.
   error set(std::string_view key, std::string_view value);

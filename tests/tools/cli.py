@@ -105,6 +105,20 @@ def test_sqlite_rows(node, store):
                             "sqlite", "--sqlite-journal-mode", "wal", "--sqlite-synchronous",
                             "Broker::SQLITE_SYNCHRONOUS_FULL"])
         check(code == 0, "broker-node accepts the SQLite rows: %s" % err)
+        # The node hands them to its masters' backend.
+        proc = subprocess.Popen([node, "--broker.disable-ssl", "--master-stores", "m",
+                                 "--store-backend", "sqlite", "--store-dir", tmp,
+                                 "--sqlite-journal-mode", "WAL"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            for line in proc.stdout:
+                if line.decode().strip() == "store master m":
+                    break
+            check(journal_mode(os.path.join(tmp, "m.db")) == "wal", "broker-node set WAL")
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=RUN_TIMEOUT)
         for args, key in ((["--sqlite-synchronous", "sometimes", "--store-backend", "sqlite"],
                            "sqlite-synchronous: expected one of OFF, NORMAL, FULL, EXTRA, "
                            'got "sometimes"'),
