@@ -21,8 +21,11 @@ else
   build="$1"
   cmake="$2"
   cxx="$3"
-  prefix="$tmp/prefix"
-  "$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" \
+  # DESTDIR also catches what a build configured for /usr installs to absolute paths
+  # (/etc/broker/broker.conf): nothing may land outside the scratch directory.
+  dest="$tmp/dest"
+  prefix="$dest/opt/broker"
+  DESTDIR="$dest" "$cmake" --install "$build" --prefix /opt/broker >"$tmp/install.log" \
     || { cat "$tmp/install.log"; fail "cmake --install"; }
 fi
 
@@ -41,7 +44,8 @@ if [ -n "${build:-}" ]; then  # What only the build installs (the packages split
     [ -f "$prefix/share/man/man1/$page.1" ] || fail "no man page $page.1"
   done
   [ -f "$prefix/lib/systemd/system/broker-node.service" ] || fail "no systemd unit"
-  [ -f "$prefix/etc/broker/broker.conf" ] || fail "no default etc/broker/broker.conf"
+  [ -f "$prefix/etc/broker/broker.conf" ] || [ -f "$dest/etc/broker/broker.conf" ] \
+    || fail "no default etc/broker/broker.conf"
 fi
 soname="$(find "$prefix" -name 'libbroker.so.*' -type f | head -1)"
 [ -n "$soname" ] || fail "no versioned libbroker.so.*"
