@@ -40,21 +40,23 @@ constexpr std::string_view usage =
   "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
   "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.\n";
 
+/// The man page's sections beyond the options (tools/man_page.hh).
+constexpr std::string_view exit_status =
+  "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay or pong mode, every pong received in "
+  "ping mode\n"
+  "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
+  "attached; the message names it\n"
+  "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";
+constexpr std::string_view files =
+  "/etc/broker/broker.conf\tthe configuration of the broker-node service "
+  "(broker-node.service)";
+constexpr std::string_view see_also =
+  "broker-store(1), broker-throughput(1), systemd.service(5); doc/node.md and "
+  "doc/configuration.md";
+
 broker_tools::tool_info node_info() {
-  broker_tools::tool_info info;
-  info.man.name = "broker-node";
-  info.man.summary = "a Zeek Broker compatible publish/subscribe node";
-  info.man.usage = usage;
-  info.man.exit_status =
-    "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay mode, every pong received in ping mode\n"
-    "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
-    "attached; the message names it\n"
-    "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";
-  info.man.files = "/etc/broker/broker.conf\tthe configuration of the broker-node service "
-                   "(broker-node.service)";
-  info.man.see_also = "broker-store(1), broker-throughput(1), systemd.service(5); "
-                      "doc/node.md and doc/configuration.md";
-  return info;
+  return {{"broker-node", "a Zeek Broker compatible publish/subscribe node", usage,
+           exit_status, files, see_also, {}}};
 }
 
 /// Tells systemd (Type=notify) about the node's state; a no-op outside systemd. A failure is

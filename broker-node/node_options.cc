@@ -149,12 +149,9 @@ error add_node_options(broker::configuration& cfg) {
   broker_tools::add_store_rows(rows, "--master-stores");
   if (auto err = broker_tools::add_rows(cfg, std::move(rows)))
     return err;
-  // Broker's broker-node reads these names (doc/node.md, "Zeek Broker's broker-node").
-  for (auto [alias, key] : {std::pair{"port", "broker.port"},
-                            std::pair{"num-pings", "num-messages"}})
-    if (auto err = cfg.add_alias(alias, key))
-      return err;
-  return {};
+  // Broker's broker-node reads its port as a top-level key (doc/node.md, "Zeek Broker's
+  // broker-node").
+  return cfg.add_alias("port", "broker.port");
 }
 
 broker::expected<node_options> read_node_options(const broker::configuration& cfg) {

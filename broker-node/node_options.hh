@@ -61,7 +61,7 @@ struct node_options {
   broker_tools::store_settings store;
 };
 
-/// Adds broker-node's rows, and Broker's spellings (`port`, `num-pings`), to `cfg`. Fails
+/// Adds broker-node's rows, and Broker's top-level `port`, to `cfg`. Fails
 /// only on a clash with the library's table.
 broker::error add_node_options(broker::configuration& cfg);
 

@@ -30,16 +30,18 @@ constexpr std::string_view usage =
   "every second. With --web-socket both use a node's WebSocket API at <host>:<port>.\n"
   "Addresses may also be written tcp://host:port, and [::1]:port for IPv6.\n";
 
+/// The man page's sections beyond the options (tools/man_page.hh).
+constexpr std::string_view exit_status =
+  "0\tdone: --count or --duration reached, or SIGINT/SIGTERM\n"
+  "1\tbad usage: the message names the option or argument\n"
+  "2\truntime failure: cannot listen or connect, the connection broke";
+constexpr std::string_view see_also =
+  "broker-node(1), broker-store(1); broker-throughput/README.md";
+
 broker_tools::tool_info throughput_info() {
-  broker_tools::tool_info info;
-  info.man.name = "broker-throughput";
-  info.man.summary = "measure publish/subscribe throughput and latency of Broker nodes";
-  info.man.usage = usage;
-  info.man.exit_status = "0\tdone: --count or --duration reached, or SIGINT/SIGTERM\n"
-                         "1\tbad usage: the message names the option or argument\n"
-                         "2\truntime failure: cannot listen or connect, the connection broke";
-  info.man.see_also = "broker-node(1), broker-store(1); broker-throughput/README.md";
-  return info;
+  return {{"broker-throughput", "measure publish/subscribe throughput and latency of Broker "
+                                "nodes",
+           usage, exit_status, {}, see_also, {}}};
 }
 
 } // namespace

@@ -87,13 +87,7 @@ std::optional<int> tool::start(int argc, const char* const* argv, option_adder a
   auto err = cfg_.load(static_cast<int>(rest.size() - 1), rest.data(), &args_);
   // --help wins over errors, so that `--help --typo` still shows the help.
   if (cfg_.help_requested()) {
-    print(info_.man.usage);
-    print("\nActions:\n");
-    for (auto& flag : general_flags())
-      std::printf("  %-22.*s  %.*s\n", static_cast<int>(flag.flag.size()), flag.flag.data(),
-                  static_cast<int>(flag.help.size()), flag.help.data());
-    print("\n");
-    print(cfg_.help_text());
+    print_help();
     return 0;
   }
   if (err)
@@ -101,6 +95,16 @@ std::optional<int> tool::start(int argc, const char* const* argv, option_adder a
   for (auto& text : cfg_.notices())
     notice(text);
   return std::nullopt;
+}
+
+void tool::print_help() const {
+  print(info_.man.usage);
+  print("\nActions:\n");
+  for (auto& flag : general_flags())
+    std::printf("  %-22.*s  %.*s\n", static_cast<int>(flag.flag.size()), flag.flag.data(),
+                static_cast<int>(flag.help.size()), flag.help.data());
+  print("\n");
+  print(cfg_.help_text());
 }
 
 std::optional<int> tool::validated(const broker::error& err) {

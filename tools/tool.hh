@@ -97,6 +97,9 @@ public:
   static const std::vector<man_flag>& general_flags();
 
 private:
+  /// Usage, the general flags and the options table.
+  void print_help() const;
+
   /// Files the configuration names that the tool will need (TLS, log file).
   broker::error check_files() const;
 

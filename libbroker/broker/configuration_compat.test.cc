@@ -21,6 +21,14 @@ bool has_notice(const configuration& cfg, const std::string& part) {
                      [&part](const std::string& x) { return x.find(part) != std::string::npos; });
 }
 
+option_info list_option(std::string key) {
+  option_info info;
+  info.key = std::move(key);
+  info.type = option_type::string_list;
+  info.default_value = "[]";
+  return info;
+}
+
 // The node.cfg of Broker's handshake btests, unchanged (tests/data/broker-configs/).
 constexpr const char* broker_node_cfg = R"(broker {
   disable-ssl = true
@@ -145,13 +153,7 @@ TEST_CASE("a notice is reported once per name and place", "[config]") {
 
 TEST_CASE("the JSON form of a config file reads like the nested form", "[config]") {
   configuration cfg;
-  REQUIRE_FALSE(cfg.add_option([] {
-    option_info info;
-    info.key = "peers";
-    info.type = option_type::string_list;
-    info.default_value = "[]";
-    return info;
-  }()));
+  REQUIRE_FALSE(cfg.add_option(list_option("peers")));
   REQUIRE_FALSE(cfg.load_string(
     R"({"caf": {"logger": {"file": {"path": "broker.log", "verbosity": "debug"}}}, )"
     R"("peers": ["tcp://localhost:9999"], "broker": {"ttl": 4, "disable-ssl": true}})",
@@ -181,13 +183,7 @@ TEST_CASE("source() tells where each value came from", "[config]") {
 
 TEST_CASE("dump() shows every value with its source and reads back", "[config]") {
   configuration cfg;
-  REQUIRE_FALSE(cfg.add_option([] {
-    option_info info;
-    info.key = "topics";
-    info.type = option_type::string_list;
-    info.default_value = "[]";
-    return info;
-  }()));
+  REQUIRE_FALSE(cfg.add_option(list_option("topics")));
   auto fresh = cfg;
   temp_file file{"topics = [\"/a\", 'b \"quoted\"']\nbroker.ssl.passphrase = \"x\\\\y#z\"\n"};
   args a{{"--config-file", file.path, "--ttl", "3"}};

@@ -55,17 +55,17 @@ constexpr std::string_view usage =
   "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
   "store, 3 an operation failed. See doc/broker-store.md.\n";
 
+/// The man page's sections beyond the options (tools/man_page.hh).
+constexpr std::string_view exit_status = "0\tall operations succeeded\n"
+                                         "1\tbad usage: an option, an operation or a value\n"
+                                         "2\tcannot reach or attach the store\n"
+                                         "3\tan operation failed";
+constexpr std::string_view see_also =
+  "broker-node(1), broker-throughput(1); doc/broker-store.md";
+
 broker_tools::tool_info store_info() {
-  broker_tools::tool_info info;
-  info.man.name = "broker-store";
-  info.man.summary = "read and write a Broker data store from the command line";
-  info.man.usage = usage;
-  info.man.exit_status = "0\tall operations succeeded\n"
-                         "1\tbad usage: an option, an operation or a value\n"
-                         "2\tcannot reach or attach the store\n"
-                         "3\tan operation failed";
-  info.man.see_also = "broker-node(1), broker-throughput(1); doc/broker-store.md";
-  return info;
+  return {{"broker-store", "read and write a Broker data store from the command line", usage,
+           exit_status, {}, see_also, {}}};
 }
 
 /// Exit codes (doc/broker-store.md).
