@@ -12,64 +12,24 @@
 #
 # Environment: BUILD_DIR, REPS, SECS, LAT_SECS, PLOT_DIR as for bench/fanout.sh, and
 #   SIZES     subscriber connections (default "1 10 100 1000 10000")
-#   SYSTEMS   default "broker-ws redis-channel redis-pattern nats-wildcard"
-#             (nats-exact is also available)
+#   SYSTEMS   default "broker-ws broker-native redis-channel redis-pattern nats-wildcard"
+#             (nats-exact is also available; broker-native is the node's peering port,
+#             driven by broker-fanout-native)
 # Within one repetition and N the systems run back to back, in an order that rotates
 # with the repetition, so that a ratio compares runs under the same load.
 
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+scenario=baseline
 source "$repo/bench/fanout_lib.sh"
+summarize_if_asked "$@"
 
-if [[ "${1:-}" == summarize ]]; then
-  shift
-  exec python3 "$repo/bench/fanout_table.py" baseline --plot "$plot_dir/baseline.png" "$@"
-fi
+read -r -a systems <<<"${SYSTEMS:-broker-ws broker-native redis-channel redis-pattern nats-wildcard}"
 
-sizes="${SIZES:-1 10 100 1000 10000}"
-read -r -a systems <<<"${SYSTEMS:-broker-ws redis-channel redis-pattern nats-wildcard}"
-log="$results/baseline-$stamp.log"
-
-build_targets broker-node broker-fanout-ws baseline-redis baseline-nats
-bin="$build/bench"
-for tool in redis-server nats-server; do
-  command -v "$tool" >/dev/null || { echo "$tool not found: run bench/install-deps" >&2; exit 1; }
-done
-raise_fd_limit
+prepare_systems
 machine_header
 say "# $(redis-server --version | cut -d' ' -f1-3); nats-server $(nats-server --version | awk '{print $NF}')"
-
-run_system() { # system rep n
-  local sys="$1" n="$3"
-  extra="rep=$2 node_rss_mb=pending"
-  case "$sys" in
-    broker-ws)
-      start_broker_ws
-      run_client "$bin/broker-fanout-ws" --port "$port" --subscribers "$n"
-      ;;
-    redis-*)
-      port="$(free_port)"
-      # No persistence; room for 10 000 subscribers (maxclients needs descriptors + 32).
-      start_server "$results/redis.$stamp.log" redis-server --port "$port" --bind 127.0.0.1 \
-        --save '' --appendonly no --protected-mode no --maxclients 10100 --daemonize no
-      wait_port "$port"
-      run_client "$bin/baseline-redis" --port "$port" --subscribers "$n" --variant "${sys#redis-}"
-      ;;
-    nats-*)
-      port="$(free_port)"
-      start_server "$results/nats.$stamp.log" nats-server -a 127.0.0.1 -p "$port"
-      wait_port "$port"
-      run_client "$bin/baseline-nats" --port "$port" --subscribers "$n" --variant "${sys#nats-}"
-      ;;
-    *)
-      echo "unknown system $sys" >&2
-      exit 2
-      ;;
-  esac
-  stop_server
-  sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
-}
 
 for ((rep = 1; rep <= reps; rep++)); do
   for n in $sizes; do
@@ -82,5 +42,4 @@ for ((rep = 1; rep <= reps; rep++)); do
   done
 done
 
-say "# load at end: $(uptime | sed 's/.*load average/load average/')"
-python3 "$repo/bench/fanout_table.py" baseline --plot "$plot_dir/baseline.png" "$log" | tee -a "$log"
+finish

@@ -20,21 +20,15 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+scenario=fanout
 source "$repo/bench/fanout_lib.sh"
+summarize_if_asked "$@"
 
-if [[ "${1:-}" == summarize ]]; then
-  shift
-  exec python3 "$repo/bench/fanout_table.py" fanout --plot "$plot_dir/fanout.png" "$@"
-fi
-
-sizes="${SIZES:-1 10 100 1000 10000}"
 peer_sizes="${PEER_SIZES:-1 10 20}"
 sections="${*:-local peer ws}"
 want() { [[ " $sections " == *" $1 "* ]]; }
-log="$results/fanout-$stamp.log"
 
 build_targets broker-node broker-fanout-local broker-fanout-peer broker-fanout-ws
-bin="$build/bench"
 raise_fd_limit
 machine_header
 
@@ -80,16 +74,14 @@ run_peer() {
     forget "$i"
   done
   server_pid="$hub_pid"
-  stop_server
-  sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
+  stop_server_into_log
 }
 
 run_ws() {
   start_broker_ws
   extra="rep=$1 node_rss_mb=pending"
   run_client "$bin/broker-fanout-ws" --port "$port" --subscribers "$2"
-  stop_server
-  sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
+  stop_server_into_log
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
@@ -104,5 +96,4 @@ for ((rep = 1; rep <= reps; rep++)); do
   fi
 done
 
-say "# load at end: $(uptime | sed 's/.*load average/load average/')"
-python3 "$repo/bench/fanout_table.py" fanout --plot "$plot_dir/fanout.png" "$log" | tee -a "$log"
+finish

@@ -275,13 +275,36 @@ private:
     first_throughput_seq_ = seq_ + 1;
     throughput_start_ns_ = now_ns();
     throughput_end_ns_ = throughput_start_ns_ + static_cast<uint64_t>(opts_.seconds * 1e9);
+    if (subs_.empty()) {
+      pump_ingest();
+      return;
+    }
     set_checkpoint(base_ + step_);
     if (phase_ == phase::throughput)
       pump();
   }
 
+  /// Ingest (no subscribers): publishes as fast as the server reads, i.e. while the
+  /// socket takes more; the sent count at the end includes what the kernel still buffers.
+  void pump_ingest() {
+    auto& out = pub_->out;
+    while (out.size() < publisher_buffer_limit && now_ns() < throughput_end_ns_)
+      for (size_t i = 0; i < opts_.burst; ++i)
+        publish(kind::throughput);
+    flush(*pub_);
+    if (now_ns() >= throughput_end_ns_ && phase_ == phase::throughput) {
+      result_.sent = seq_ - first_throughput_seq_ + 1;
+      last_delivery_ns_ = now_ns();
+      finish();
+    }
+  }
+
   /// Publishes what flow control allows: up to `window_` beyond the slowest subscriber.
   void pump() {
+    if (subs_.empty()) {
+      pump_ingest();
+      return;
+    }
     auto& out = pub_->out;
     // Partial bursts too: the next checkpoint (base_ + step_) must always get published.
     while (out.size() < publisher_buffer_limit && seq_ < base_ + window_) {
@@ -336,6 +359,8 @@ private:
     result_.seconds = static_cast<double>(last_delivery_ns_ - throughput_start_ns_) / 1e9;
     result_.cpu_seconds = bench::cpu_seconds() - cpu_at_start_;
     result_.complete = result_.lost == 0 && result_.delivered == result_.sent * subs_.size();
+    if (subs_.empty())
+      result_.delivered = result_.sent; // Ingest: the rate is what the server took in.
     result_.print();
     exit_code_ = result_.complete ? 0 : 1;
     ioc_.stop();
@@ -395,7 +420,9 @@ const char* usage_text =
   "measure fan-out: a latency phase at R messages/s (default: 1000, at most 20000/N),\n"
   "then S seconds (default 2) as fast as flow control allows, with at most W messages\n"
   "(default: 256, at most 256000/N, at least 16) in flight per subscriber. Prints one\n"
-  "RESULT line; exit 1 on errors, lost messages or timeout (default 120 s).\n";
+  "RESULT line; exit 1 on errors, lost messages or timeout (default 120 s).\n"
+  "With --subscribers 0 (ingest) there is no latency phase, and the publisher sends as\n"
+  "fast as the server reads for S seconds; the rate counts what the socket took.\n";
 
 } // namespace
 
@@ -448,11 +475,11 @@ int run_client(int argc, char** argv, const char* system,
     else
       usage(2);
   }
-  if (o.port == 0 || o.subscribers == 0 || o.burst == 0 || o.connect_parallel == 0
+  if (o.port == 0 || o.burst == 0 || o.connect_parallel == 0
       || std::find(variants.begin(), variants.end(), o.variant) == variants.end())
     usage(2);
   if (o.latency_rate == 0)
-    o.latency_rate = default_latency_rate(o.subscribers);
+    o.latency_rate = o.subscribers == 0 ? 0 : default_latency_rate(o.subscribers);
   if (o.window == 0)
     o.window = default_window(o.subscribers);
   o.burst = std::min(o.burst, o.window);

@@ -1,14 +1,21 @@
 # Shared by bench/fanout.sh and bench/baseline.sh (sourced, not run): building, servers on
-# free 127.0.0.1 ports, cleanup, the machine header. Expects $repo to be set.
+# free 127.0.0.1 ports, cleanup, the machine header, the log and its tables. Expects $repo
+# to be set. Usage, with $scenario the name of the table kind (fanout or baseline):
+#   source "$repo/bench/fanout_lib.sh"
+#   summarize_if_asked "$@"      # `SCRIPT summarize LOG...`: the tables again, then exit
+#   build_targets ...; machine_header; ...runs...; finish
 
 build="${BUILD_DIR:-$repo/build-fanout}"
+bin="$build/bench"
 reps="${REPS:-3}"
 secs="${SECS:-2}"
 lat_secs="${LAT_SECS:-2}"
+sizes="${SIZES:-1 10 100 1000 10000}"
 results="$build/fanout-results"
 plot_dir="${PLOT_DIR:-$repo/doc/img}"
 mkdir -p "$results"
 stamp="$(date +%Y%m%d-%H%M%S)"
+log="$results/$scenario-$stamp.log"
 
 # Every process a script starts is recorded here and ended on exit, whatever the exit.
 started=()
@@ -36,6 +43,28 @@ forget() {
 trap 'exit 130' INT TERM
 
 say() { echo "$@" | tee -a "$log"; }
+
+load_line() { uptime | sed 's/.*load average/load average/'; }
+
+# The tables (and plot) of this scenario from the given logs.
+summarize() {
+  python3 "$repo/bench/fanout_table.py" "$scenario" --plot "$plot_dir/$scenario.png" "$@"
+}
+
+# `SCRIPT summarize LOG...` prints the tables of earlier logs instead of running.
+summarize_if_asked() {
+  if [[ "${1:-}" == summarize ]]; then
+    shift
+    summarize "$@"
+    exit
+  fi
+}
+
+# Ends a run: the load, then the tables, which also go to the log.
+finish() {
+  say "# load at end: $(load_line)"
+  summarize "$log" | tee -a "$log"
+}
 
 # Builds the given targets; configures a Release tree first if there is none.
 build_targets() {
@@ -117,6 +146,71 @@ stop_server() {
   forget "$server_pid"
 }
 
+# stop_server, then the server's peak RSS goes into the RESULT line that run_client wrote
+# with node_rss_mb=pending.
+stop_server_into_log() {
+  stop_server
+  sed -i "s/node_rss_mb=pending/node_rss_mb=$server_rss/" "$log"
+}
+
+# A broker-node accepting plain peerings on $port (for broker-fanout-native).
+start_broker_native() {
+  port="$(free_port)"
+  start_server "$results/node.$stamp.log" "$build/broker-node/broker-node" \
+    --listen-address=127.0.0.1 --broker.disable-ssl --broker.log-level=warning -p "$port"
+  wait_port "$port"
+}
+
+# Runs one system's fan-out client against a fresh server of that system and appends its
+# RESULT line (with the server's peak RSS) to the log. Usage: run_system SYSTEM REP N
+# [client options...]; systems: broker-ws, broker-native, redis-channel, redis-pattern,
+# nats-wildcard, nats-exact.
+run_system() {
+  local sys="$1" rep="$2" n="$3"
+  shift 3
+  extra="rep=$rep node_rss_mb=pending"
+  case "$sys" in
+    broker-ws)
+      start_broker_ws
+      run_client "$bin/broker-fanout-ws" --port "$port" --subscribers "$n" "$@"
+      ;;
+    broker-native)
+      start_broker_native
+      run_client "$bin/broker-fanout-native" --port "$port" --subscribers "$n" "$@"
+      ;;
+    redis-*)
+      port="$(free_port)"
+      # No persistence; room for 10 000 subscribers (maxclients needs descriptors + 32).
+      start_server "$results/redis.$stamp.log" redis-server --port "$port" --bind 127.0.0.1 \
+        --save '' --appendonly no --protected-mode no --maxclients 10100 --daemonize no
+      wait_port "$port"
+      run_client "$bin/baseline-redis" --port "$port" --subscribers "$n" \
+        --variant "${sys#redis-}" "$@"
+      ;;
+    nats-*)
+      port="$(free_port)"
+      start_server "$results/nats.$stamp.log" nats-server -a 127.0.0.1 -p "$port"
+      wait_port "$port"
+      run_client "$bin/baseline-nats" --port "$port" --subscribers "$n" \
+        --variant "${sys#nats-}" "$@"
+      ;;
+    *)
+      echo "unknown system $sys" >&2
+      exit 2
+      ;;
+  esac
+  stop_server_into_log
+}
+
+# The servers and clients of run_system: builds them and checks Redis and NATS are there.
+prepare_systems() {
+  build_targets broker-node broker-fanout-ws broker-fanout-native baseline-redis baseline-nats
+  for tool in redis-server nats-server; do
+    command -v "$tool" >/dev/null || { echo "$tool not found: run bench/install-deps" >&2; exit 1; }
+  done
+  raise_fd_limit
+}
+
 # A broker-node serving WebSocket clients on $port (peering on 127.0.0.1, ephemeral).
 start_broker_ws() {
   port="$(free_port)"
@@ -133,7 +227,7 @@ machine_header() {
   say "# $(date -Is)  kernel $(uname -r)  source $rev  build $build"
   say "# nproc $(nproc); CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
   say "# open files $(ulimit -n); reps $reps; throughput phase ${secs}s; latency phase ${lat_secs}s"
-  say "# load at start: $(uptime | sed 's/.*load average/load average/')"
+  say "# load at start: $(load_line)"
   say "# raw results: $log"
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Tables and plots of the fan-out scenarios from their logs (RESULT lines).
 
-    fanout_table.py fanout   [--plot PNG] LOG...   # bench/fanout.sh: by mode and N
-    fanout_table.py baseline [--plot PNG] LOG...   # bench/baseline.sh: systems side by side
+    fanout_table.py fanout     [--plot PNG] LOG...   # bench/fanout.sh: by mode and N
+    fanout_table.py baseline   [--plot PNG] LOG...   # bench/baseline.sh: systems side by side
+    fanout_table.py one_to_one LOG...                # bench/one_to_one.sh: N = 1, by rate
+    fanout_table.py ingest LOG...                    # bench/ingest.sh: N = 0 and 1
 
 Each RESULT line is key=value pairs (bench/fanout_stats.hh) plus what the script appended
 (rep, node_rss_mb). Tables show medians over the runs of a point; the baseline ratios are
@@ -112,6 +114,7 @@ def fanout_table(rows):
 
 
 BASELINES = ["redis-channel", "redis-pattern", "nats-wildcard", "nats-exact"]
+OURS = ["broker-ws", "broker-native"]
 
 
 def per_run_ratios(rows, key, n, a, b):
@@ -134,23 +137,26 @@ def per_run_ratios(rows, key, n, a, b):
 
 def baseline_table(rows):
     groups = group(rows)
-    systems = ["broker-ws"] + [b for b in BASELINES if any(k[0] == b for k in groups)]
+    ours = [o for o in OURS if any(k[0] == o for k in groups)]
+    theirs = [b for b in BASELINES if any(k[0] == b for k in groups)]
+    systems = ours + theirs
+    pairs = [(o, b) for o in ours for b in theirs]
     sizes = sorted({k[1] for k in groups})
     tsv = []
     for title, key, fmt, better in (("delivered messages/s (median)", "rate", fmt_rate, "higher"),
                                     ("latency p99", "p99_us", fmt_us, "lower"),
                                     ("server peak RSS MiB", "node_rss_mb", fmt_mb, "lower")):
         print()
-        print("%s, %s is better; ratio = broker ÷ other%s" % (
+        print("%s, %s is better; ratio = ours ÷ other%s" % (
             title, better, " (above 1: we win)" if better == "higher" else
             " (below 1: we win)"))
         head = "| N | " + " | ".join(systems) + " | " + " | ".join(
-            "broker ÷ " + s for s in systems[1:]) + " |"
+            "%s ÷ %s" % (o.replace("broker-", ""), b) for o, b in pairs) + " |"
         print(head)
-        print("|---:" * (len(systems) * 2) + "|")
+        print("|---:" * (len(systems) + len(pairs) + 1) + "|")
         for n in sizes:
             cells = [fmt(med(groups.get((s, n), []), key)) for s in systems]
-            ratios = [fmt_ratio(per_run_ratios(rows, key, n, "broker-ws", s)) for s in systems[1:]]
+            ratios = [fmt_ratio(per_run_ratios(rows, key, n, o, b)) for o, b in pairs]
             print("| %d | %s | %s |" % (n, " | ".join(cells), " | ".join(ratios)))
     for s in systems:
         for n in sizes:
@@ -158,6 +164,59 @@ def baseline_table(rows):
             if xs:
                 tsv.append((s, n, med(xs, "rate"), med(xs, "p99_us"), med(xs, "node_rss_mb")))
     return tsv
+
+
+def one_to_one_table(rows):
+    """N = 1 at fixed rates: the maximum rate (throughput phase, all runs) and, per latency
+    rate, p50/p99 of the latency phase; ratios against the baselines of the same run."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(label(r), []).append(r)
+    ours = [o for o in OURS if o in groups]
+    theirs = [b for b in BASELINES if b in groups]
+    systems = ours + theirs
+    rates = sorted({int(float(r["lat_rate"])) for r in rows})
+    print()
+    print("1 publisher -> server -> 1 subscriber; max = throughput phase (median of all runs), "
+          "latency = p50 / p99 of the fixed-rate phase")
+    print("| system | max msgs/s | " + " | ".join(
+        "p50 @ %s/s | p99 @ %s/s" % (fmt_rate(x), fmt_rate(x)) for x in rates) + " |")
+    print("|---|---:|" + "---:|---:|" * len(rates))
+    for s in systems:
+        xs = groups[s]
+        cells = [fmt_rate(med(xs, "rate"))]
+        for x in rates:
+            at = [r for r in xs if int(float(r["lat_rate"])) == x]
+            cells += [fmt_us(med(at, "p50_us")), fmt_us(med(at, "p99_us"))]
+        print("| %s | %s |" % (s, " | ".join(cells)))
+    print()
+    print("ratios, ours ÷ other, per run (median): max msgs/s (above 1: we win), p99 (below 1: "
+          "we win)")
+    print("| pair | max msgs/s | " + " | ".join("p99 @ %s/s" % fmt_rate(x) for x in rates) + " |")
+    print("|---|---:|" + "---:|" * len(rates))
+    for o in ours:
+        for b in theirs:
+            cells = [fmt_ratio(ratio_by_run(rows, "rate", o, b, None))]
+            cells += [fmt_ratio(ratio_by_run(rows, "p99_us", o, b, x)) for x in rates]
+            print("| %s ÷ %s | %s |" % (o, b, " | ".join(cells)))
+
+
+def ratio_by_run(rows, key, a, b, rate):
+    """Median of a/b over runs of the same log, repetition and latency rate."""
+    by = {}
+    for r in rows:
+        by[(r["log"], r.get("rep"), int(float(r["lat_rate"])), label(r))] = r
+    ratios = []
+    for (log, rep, x, lab), r in by.items():
+        if lab != a or (rate is not None and x != rate):
+            continue
+        other = by.get((log, rep, x, b))
+        if other is None:
+            continue
+        u, v = num(r, key), num(other, key)
+        if u and v:
+            ratios.append(u / v)
+    return statistics.median(ratios) if ratios else None
 
 
 def plot(tsv, png, title):
@@ -203,17 +262,27 @@ unset multiplot
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["fanout", "baseline"])
+    ap.add_argument("kind", choices=["fanout", "baseline", "one_to_one", "ingest"])
     ap.add_argument("--plot", help="PNG to draw")
     ap.add_argument("logs", nargs="+")
     args = ap.parse_args()
     rows, failed = read(args.logs)
+    if args.kind == "one_to_one":
+        one_to_one_table(rows)
+        for f in failed:
+            print(f)
+        return
     if args.kind == "fanout":
         tsv = fanout_table(rows)
         title = "fan-out: one publisher -> N receivers"
+    elif args.kind == "ingest":
+        baseline_table(rows)  # N = 0: messages taken in per second; N = 1: delivered
+        for f in failed:
+            print(f)
+        return
     else:
         tsv = baseline_table(rows)
-        title = "fan-out over TCP clients: broker node (WebSocket) vs Redis vs NATS"
+        title = "fan-out over TCP clients: broker node (WebSocket, native) vs Redis vs NATS"
     for f in failed:
         print(f)
     if args.plot and tsv:

@@ -22,11 +22,15 @@ See bench/README.md.
 """
 
 import os
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import benchlib as bl  # noqa: E402
+import benchlib as bl  # noqa: E402  (it puts tests/lib on the path, for brokertest)
+from brokertest.net import LOCALHOST, addr  # noqa: E402
+from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
 
 OPTIONS = [
     ("--reps", int, 7, "crossover pairs with idle peers"),
@@ -67,12 +71,12 @@ class Window:
     def __init__(self, receivers, idle):
         self.receivers, self.idle = receivers, idle
         self.marks = {n: p.mark() for n, p in receivers.items()}
-        self.t0 = bl.time.monotonic()
+        self.t0 = time.monotonic()
         self.cpu0 = {n: bl.cpu_seconds(p.pid) for n, p in receivers.items()}
         self.idle0 = sum(bl.cpu_seconds(p.pid) for p in idle)
 
     def close(self):
-        elapsed = bl.time.monotonic() - self.t0
+        elapsed = time.monotonic() - self.t0
         result = {"seconds": elapsed,
                   "idle_cpu_pct": 100.0 * (sum(bl.cpu_seconds(p.pid) for p in self.idle)
                                            - self.idle0) / elapsed}
@@ -90,24 +94,23 @@ def start_idle_peers(run, node_bin, port, args):
     --frozen)."""
     peers = []
     for k in range(args.peers):
-        peers.append(run.start(node_bin, ["--no-listen", "--broker.disable-ssl", "-v",
-                                          "--peers", "tcp://%s:%d" % (bl.LOCALHOST, port),
+        peers.append(run.start(node_bin, ["--no-listen", "-v", "--peers", peer_uri(port),
                                           "-t", ",".join(idle_topics(k, args.idle_topics))],
-                               "idle-%02d" % k))
+                               "idle-%02d" % k, kind=Node, listen=False))
     for p in peers:
-        p.wait_for(lambda l: l.startswith("status peer_added "), what="peer_added")
+        p.wait_for(is_status("peer_added"), what="peer_added")
     if args.frozen:
         for p in peers:
-            p.send_signal(bl.signal.SIGSTOP)
+            p.send_signal(signal.SIGSTOP)
     return peers
 
 
 def stop_idle_peers(peers):
     for p in peers:
-        p.send_signal(bl.signal.SIGCONT)
-        p.send_signal(bl.signal.SIGTERM)
+        p.send_signal(signal.SIGCONT)
+        p.send_signal(signal.SIGTERM)
     for p in peers:
-        p.wait()
+        p.wait_exit()
 
 
 def main():
@@ -119,17 +122,16 @@ def main():
         node_bin, tp_bin = bins["broker-node"], bins["broker-throughput"]
         receivers, ports, senders = {}, {}, {}
         for name in RECEIVERS:
-            receivers[name] = run.start(node_bin, ["-p", "0", "--listen-address", bl.LOCALHOST,
-                                                   "--broker.disable-ssl", "-r", "-t",
+            receivers[name] = run.start(node_bin, ["--listen-address", LOCALHOST, "-r", "-t",
                                                    ",".join(receiver_topics(args.topics))],
-                                        "receiver-" + name)
-            ports[name] = receivers[name].wait_listening()
+                                        "receiver-" + name, kind=Node)
+            ports[name] = receivers[name].port
         for name in RECEIVERS:
             senders[name] = run.start(tp_bin, ["-t", str(args.event_type),
                                                "-s", str(args.batch_size),
                                                "-r", str(args.rate // args.batch_size),
                                                "--json", "--disable-ssl",
-                                               "%s:%d" % (bl.LOCALHOST, ports[name])],
+                                               addr(ports[name])],
                                       "sender-" + name)
         for s in senders.values():
             s.wait_for(lambda l: '"type":"rate"' in l, what="first rate line")
@@ -149,20 +151,20 @@ def main():
                              % (i + 1, len(kinds), kind, target))
                 peers = start_idle_peers(run, node_bin, ports[target], args) \
                     if kind == "idle" else []
-                t0 = bl.time.monotonic() - sampler.start
+                t0 = time.monotonic() - sampler.start
                 bl.sleep_checked(args.settle, essential + peers)
                 w = Window(receivers, peers)
                 bl.sleep_checked(args.window, essential + peers)
                 pair[target] = w.close()
                 if peers:
                     stop_idle_peers(peers)
-                    steps.append((target, t0, bl.time.monotonic() - sampler.start))
+                    steps.append((target, t0, time.monotonic() - sampler.start))
             pairs.append(pair)
 
         samples = sampler.stop()
         summaries = {}
         for name, s in senders.items():
-            s.stop(bl.signal.SIGINT)
+            s.stop(signal.SIGINT)
             summaries[name] = s.summary()
         for r in receivers.values():
             r.stop()
@@ -258,10 +260,7 @@ def plot(run, args, samples, steps):
         series.append('"peers-%s.dat" using 1:2 axes x1y2 with lines lw 1 dt 2 lc rgb "%s" '
                       'title "idle peers on %s"' % (name, colors[name], name))
     m = run.raw["medians"]
-    joined = ", \\\n     ".join(series)
     script = f"""
-set terminal pngcairo size 1100,420 font "sans,10" noenhanced
-set output out
 set title "Idle peers: two receivers at {args.rate} events/s each, {args.peers} idle peers on one of them at a time; median growth {m['growth_pp']:+.2f} pp (null pairs {(m['null_growth_pp'] or 0):+.2f} pp)"
 set xlabel "time (s)"
 set ylabel "receiver CPU (% of one core, 1 s samples)"
@@ -272,13 +271,10 @@ set y2tics {args.peers}
 set ytics nomirror
 set key top left horizontal
 set grid ytics
-plot {joined}
+plot {bl.plot_list(series)}
 """
-    run.plot("idle_peers.png", script, files)
+    run.plot("idle_peers.png", (1100, 420), script, files)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except bl.BenchError:
-        sys.exit(1)  # Run printed the failure
+    bl.run_main(main)

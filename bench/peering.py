@@ -23,11 +23,13 @@ tables show medians. See bench/README.md.
 """
 
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import benchlib as bl  # noqa: E402
+import benchlib as bl  # noqa: E402  (it puts tests/lib on the path, for brokertest)
+from brokertest.net import addr  # noqa: E402
 
 OPTIONS = [
     ("--reps", int, 3, "runs per point"),
@@ -58,13 +60,12 @@ SATURATED = 0.95
 def run_pair(run, tp, server_args, client_args, timeout):
     """Starts a server and a client, waits for the client, stops the server. Returns both
     JSON summaries and, if the client failed, its last error line (else None)."""
-    server = run.start(tp, ["--server", "%s:0" % bl.LOCALHOST, "--json", "--disable-ssl"]
-                       + server_args, "server")
-    port = server.wait_listening()
-    client = run.start(tp, client_args + ["--json", "--disable-ssl",
-                                          "%s:%d" % (bl.LOCALHOST, port)], "client")
-    code = client.wait(timeout)
-    server.stop(bl.signal.SIGINT)
+    server = run.start(tp, ["--server", addr(0), "--json", "--disable-ssl"] + server_args,
+                       "server")
+    port = server.listening_port()
+    client = run.start(tp, client_args + ["--json", "--disable-ssl", addr(port)], "client")
+    code = client.wait_exit(timeout)
+    server.stop(signal.SIGINT)
     error = None
     if code != 0:
         errs = [l for l in client.err_lines if l.startswith("broker-throughput:")]
@@ -217,8 +218,6 @@ def plot(run, args, types, rates, max_med, latency):
         series.append('"probe.dat" using 1:2 with linespoints lw 1.5 dt 3 pt 2 lc rgb "#7f7f7f" '
                       'title "sleep probe p99 (machine)"')
     script = """
-set terminal pngcairo size 1250,450 font "sans,10" noenhanced
-set output out
 set multiplot layout 1,2 title "Peering: one publisher -> one subscriber over 127.0.0.1 (median of %d runs)"
 set title "maximum rate (batches of %d)"
 set style fill solid 0.7
@@ -246,12 +245,9 @@ set ylabel "latency (ms)"
 set key outside right top Left reverse samplen 2 font ",9"
 plot %s
 unset multiplot
-""" % (args.reps, args.batch_size, ", \\\n     ".join(series) if series else "NaN notitle")
-    run.plot("peering.png", script, files)
+""" % (args.reps, args.batch_size, bl.plot_list(series) if series else "NaN notitle")
+    run.plot("peering.png", (1250, 450), script, files)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except bl.BenchError:
-        sys.exit(1)  # Run printed the failure
+    bl.run_main(main)

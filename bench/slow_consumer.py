@@ -6,7 +6,8 @@ A relay is a broker-node that forwards /benchmark/events from a broker-throughpu
 (peered with it) to a fast receiver (broker-throughput --server, which the node dials), all
 on 127.0.0.1. Each round runs two identical relays, X and Y, at the same time; one of them
 also has two slow consumers subscribed to /benchmark/events that never read after their
-handshake: a raw native peer and a raw WebSocket client (bench/lib/stalled.py). Rounds
+handshake: a raw native peer and a raw WebSocket client (stalled_peer() and
+stalled_web_socket() below, on the raw clients of tests/lib/brokertest). Rounds
 alternate which relay gets them, so the shared machine's load hits the compared runs alike.
 The node's resident memory is sampled every 0.25 s (VmRSS from /proc/<pid>/status), its
 drop and disconnect counters are read from its Prometheus endpoint.
@@ -24,15 +25,17 @@ the fast one included; see doc/performance.md.) See bench/README.md.
     REPS=1 LONG=20 bench/slow_consumer.py    # shorter
 """
 
+import json
 import os
-import re
+import signal
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import benchlib as bl  # noqa: E402
-import stalled  # noqa: E402
+import benchlib as bl  # noqa: E402  (it puts tests/lib on the path, for brokertest)
+from brokertest import peer, rawws  # noqa: E402
+from brokertest.net import LOCALHOST, addr, scrape_metrics  # noqa: E402
+from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
 
 OPTIONS = [
     ("--reps", int, 3, "pairs of rounds (slow consumers on X, then on Y) in parts A and C"),
@@ -53,16 +56,30 @@ DROP_POLICY = ["--broker.peer-overflow-policy=drop_oldest",
                "--broker.web-socket-overflow-policy=drop_oldest"]
 
 
-def scrape_metrics(port):
-    """{'name{labels}': value} from the node's Prometheus endpoint."""
-    with urllib.request.urlopen("http://%s:%d/metrics" % (bl.LOCALHOST, port), timeout=10) as r:
-        text = r.read().decode()
-    result = {}
-    for line in text.splitlines():
-        m = re.match(r"^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+)$", line)
-        if m:
-            result[m.group(1)] = float(m.group(2))
-    return result
+# A slow consumer's receive buffer: its TCP window closes after a few dozen KiB, so the
+# node's own queue for it fills at once.
+STALL_RCVBUF = 64 * 1024
+
+
+def stalled_peer(port):
+    """A native peering subscribed to the events whose dialer never reads after the
+    handshake."""
+    return peer.RawPeer.dial(LOCALHOST, port, peer.random_id(), [EVENTS_TOPIC],
+                             rcvbuf=STALL_RCVBUF)
+
+
+def stalled_web_socket(port):
+    """A WebSocket client subscribed to the events that never reads after the node's ack."""
+    client = rawws.RawClient(port, rcvbuf=STALL_RCVBUF, host=LOCALHOST)
+    try:
+        client.send_text(json.dumps([EVENTS_TOPIC]))
+        ack = client.recv_text()
+        if json.loads(ack).get("type") != "ack":
+            raise bl.BenchError("expected the node's ack, got %r" % ack[:200])
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 def metric(m, name, kind, policy=None):
@@ -76,35 +93,30 @@ class Relay:
     def __init__(self, run, bins, name, policy_args):
         self.run, self.bins, self.name = run, bins, name
         self.server = run.start(bins["broker-throughput"],
-                                ["--server", "%s:0" % bl.LOCALHOST, "--json", "--disable-ssl"],
+                                ["--server", addr(0), "--json", "--disable-ssl"],
                                 "fast-receiver-" + name)
-        server_port = self.server.wait_listening()
-        self.ws_port, self.metrics_port = bl.free_port(), bl.free_port()
+        server_port = self.server.listening_port()
         self.node = run.start(bins["broker-node"],
-                              ["-p", "0", "--listen-address", bl.LOCALHOST,
-                               "--broker.disable-ssl", "-v",
-                               "--peers", "tcp://%s:%d" % (bl.LOCALHOST, server_port),
-                               "--broker.web-socket.address=%s" % bl.LOCALHOST,
-                               "--broker.web-socket.port=%d" % self.ws_port,
-                               "--broker.metrics.address=%s" % bl.LOCALHOST,
-                               "--broker.metrics.port=%d" % self.metrics_port] + policy_args,
-                              "node-" + name)
-        self.port = self.node.wait_listening()
-        line = self.node.wait_for(lambda l: l.startswith("status peer_added "),
-                                  what="the fast receiver's peering")
+                              ["--listen-address", LOCALHOST, "-v",
+                               "--peers", peer_uri(server_port),
+                               "--broker.web-socket.address=%s" % LOCALHOST,
+                               "--broker.metrics.address=%s" % LOCALHOST] + policy_args,
+                              "node-" + name, kind=Node, web_socket=True, metrics=True)
+        self.port, self.ws_port = self.node.port, self.node.ws_port
+        self.metrics_port = self.node.metrics_port
+        line = self.node.wait_for(is_status("peer_added"), what="the fast receiver's peering")
         self.receiver_id = line.split()[2]
         self.consumers = []
         self.slow_peer_id = None
         self.publisher = None
 
     def attach_slow_consumers(self):
-        peer = stalled.StalledPeer(bl.LOCALHOST, self.port, [EVENTS_TOPIC])
-        self.consumers.append(peer)
-        self.slow_peer_id = peer.id_text
-        self.node.wait_for(lambda l: l.startswith("status peer_added " + peer.id_text),
+        slow_peer = stalled_peer(self.port)
+        self.consumers.append(slow_peer)
+        self.slow_peer_id = peer.id_text(slow_peer.own_id)
+        self.node.wait_for(is_status("peer_added", self.slow_peer_id),
                            what="the stalled peer's peering")
-        self.consumers.append(stalled.StalledWebSocket(bl.LOCALHOST, self.ws_port,
-                                                       [EVENTS_TOPIC]))
+        self.consumers.append(stalled_web_socket(self.ws_port))
 
     def start_publisher(self, args, rate, seconds):
         pargs = ["-t", str(args.event_type), "-s", str(args.batch_size),
@@ -112,15 +124,15 @@ class Relay:
         if rate:
             pargs += ["-r", str(rate // args.batch_size)]
         self.publisher = self.run.start(self.bins["broker-throughput"],
-                                        pargs + ["%s:%d" % (bl.LOCALHOST, self.port)],
+                                        pargs + [addr(self.port)],
                                         "publisher-" + self.name)
 
     def finish(self, seconds, samples):
         """Waits for the publisher, collects everything, stops the relay's processes."""
-        code = self.publisher.wait(seconds + RUN_SLACK)
+        code = self.publisher.wait_exit(seconds + RUN_SLACK)
         metrics = scrape_metrics(self.metrics_port)
         hwm = bl.memory_kib(self.node.pid)["VmHWM"]
-        self.server.stop(bl.signal.SIGINT)
+        self.server.stop(signal.SIGINT)
         for c in self.consumers:
             c.close()
         if code != 0:
@@ -128,7 +140,10 @@ class Relay:
                                 % (self.name, code, self.publisher.describe(),
                                    self.node.describe()))
         pub, recv = self.publisher.summary(), self.server.summary()
-        node_lines = list(self.node.lines)
+        # Counted before stop(): a node that stops removes every peer.
+        receiver_cut = len(self.node.matching(is_status("peer_removed", self.receiver_id)))
+        slow_peer_cut = len(self.node.matching(is_status("peer_removed", self.slow_peer_id))) \
+            if self.slow_peer_id else 0
         self.node.stop()
         rss = [(t, row[self.name][1]) for t, row in samples if self.name in row]
         return {
@@ -138,14 +153,11 @@ class Relay:
             "lost": pub["events"] - recv["events"],
             "peak_rss_kib": max((k for _, k in rss if k), default=None), "hwm_kib": hwm,
             "rss": rss,
-            "dropped": {k: metric(metrics, "broker_dropped_messages_total", k, "drop_oldest")
+            "dropped": {k: metric(metrics, "broker_handler_dropped_messages_total", k, "drop_oldest")
                         for k in ("peer", "web_socket")},
-            "ws_disconnects": metric(metrics, "broker_disconnects_total", "web_socket"),
-            "receiver_cut": sum(1 for l in node_lines
-                                if l.startswith("status peer_removed " + self.receiver_id)),
-            "slow_peer_cut": sum(1 for l in node_lines if self.slow_peer_id
-                                 and l.startswith("status peer_removed " + self.slow_peer_id)),
-            "connections": {k: metric(metrics, "broker_connections", k)
+            "ws_disconnects": metric(metrics, "broker_handler_disconnects_total", "web_socket"),
+            "receiver_cut": receiver_cut, "slow_peer_cut": slow_peer_cut,
+            "connections": {k: metric(metrics, "broker_handlers", k)
                             for k in ("peer", "web_socket")},
         }
 
@@ -295,8 +307,6 @@ def plot(run, args, results):
         rates.append('"rate-%s.dat" using 1:2 with lines lw 2 lc rgb "%s" title "%s"'
                      % (key, color, label))
     script = """
-set terminal pngcairo size 1100,450 font "sans,10" noenhanced
-set output out
 set multiplot layout 1,2 title "Slow consumers: two relays at once, publishers at full speed, overflow policy drop_oldest"
 set title "node resident memory (VmRSS every %.2f s)"
 set xlabel "time since the publishers started (s)"
@@ -311,12 +321,9 @@ set format y "%%.0s%%c"
 set xlabel "second of the run"
 plot %s
 unset multiplot
-""" % (SAMPLE_INTERVAL, ", \\\n     ".join(rss), ", \\\n     ".join(rates))
-    run.plot("slow_consumer.png", script, files)
+""" % (SAMPLE_INTERVAL, bl.plot_list(rss), bl.plot_list(rates))
+    run.plot("slow_consumer.png", (1100, 450), script, files)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except bl.BenchError:
-        sys.exit(1)  # Run printed the failure
+    bl.run_main(main)

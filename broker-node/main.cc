@@ -17,6 +17,7 @@
 #include "node_options.hh"
 #include "node_session.hh"
 #include "sd_notify.hh"
+#include "status_table.hh"
 #include "stores.hh"
 #include "tool.hh"
 
@@ -94,7 +95,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
       return t.fail(failure_code(port.error_value()),
                     "cannot listen on \"" + opts.listen_address + "\":"
                       + std::to_string(opts.port) + ": " + to_string(port.error_value()));
-    print_line("listening on " + std::to_string(*port));
+    print_event("listening", {{"port", *port}}, "listening on " + std::to_string(*port));
     listening = *port;
   }
   for (auto& peer : opts.peers)
@@ -138,5 +139,8 @@ int main(int argc, char** argv) {
   auto opts = read_node_options(t.config());
   if (auto code = t.validated(opts))
     return *code;
+  set_json_output(opts->json);
+  if (!opts->status_url.empty())
+    return print_status(opts->status_url, opts->json);
   return run(t, *opts);
 }

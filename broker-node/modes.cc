@@ -46,6 +46,16 @@ struct rtt_stats {
     sum_us += us;
   }
 
+  nlohmann::json fields() const {
+    nlohmann::json result{{"sent", sent}, {"received", received}, {"lost", sent - received}};
+    if (received > 0) {
+      result["min_us"] = min_us;
+      result["avg_us"] = sum_us / static_cast<int64_t>(received);
+      result["max_us"] = max_us;
+    }
+    return result;
+  }
+
   std::string summary() const {
     auto lost = sent - received;
     std::string result = "summary sent=" + std::to_string(sent)
@@ -193,18 +203,19 @@ int run_ping(node_session& session, broker::hub& hub) {
     ++stats.sent;
     auto outcome = await_pong(session, hub, id, start + opts.ping_timeout);
     if (outcome == pong_outcome::interrupted) {
-      print_line(stats.summary());
+      print_event("summary", stats.fields(), stats.summary());
       return exit_clean;
     }
     if (outcome == pong_outcome::timed_out) {
-      print_line("timeout " + std::to_string(id));
+      print_event("timeout", {{"seq", id}}, "timeout " + std::to_string(id));
       continue;
     }
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start);
     stats.add(us.count());
-    print_line("rtt " + std::to_string(id) + " " + std::to_string(us.count()));
+    print_event("rtt", {{"seq", id}, {"us", us.count()}},
+                "rtt " + std::to_string(id) + " " + std::to_string(us.count()));
   }
-  print_line(stats.summary());
+  print_event("summary", stats.fields(), stats.summary());
   return stats.received == stats.sent ? exit_clean : exit_runtime_failure;
 }
 

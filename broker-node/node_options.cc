@@ -147,6 +147,13 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(list_row("master-stores", "data stores whose master this node hosts"));
   rows.push_back(list_row("clone-stores", "data stores this node keeps a clone of"));
   broker_tools::add_store_rows(rows, "--master-stores");
+  rows.push_back(broker_tools::option_row("json", broker::option_type::boolean, "false",
+                                          "print the event lines (listening, status, error, "
+                                          "received, rate, ...) as one JSON object per line"));
+  rows.push_back(string_row("status", "",
+                            "print the status of the node whose metrics server is at this "
+                            "URL (http://host:port) as tables, then exit; starts no "
+                            "endpoint"));
   if (auto err = broker_tools::add_rows(cfg, std::move(rows)))
     return err;
   // Broker's broker-node reads its port as a top-level key (doc/node.md, "Zeek Broker's
@@ -176,6 +183,8 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   }
   result.peer_retry = std::chrono::seconds{cfg.get_count("peer-retry").value_or(0)};
   result.verbose = cfg.get_bool("verbose").value_or(false);
+  result.json = cfg.get_bool("json").value_or(false);
+  result.status_url = cfg.get_string("status").value_or("");
   result.rate = cfg.get_bool("rate").value_or(false);
   result.listen = !cfg.get_bool("no-listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");

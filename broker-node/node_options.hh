@@ -45,6 +45,10 @@ struct node_options {
   std::vector<peer_address> peers;
   std::chrono::seconds peer_retry{0};
   bool verbose = false;
+  /// --json: event lines as JSON objects.
+  bool json = false;
+  /// --status URL: print that node's status and exit.
+  std::string status_url;
   bool rate = false;
   bool listen = true;
   std::string listen_address;

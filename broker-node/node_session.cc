@@ -56,6 +56,26 @@ void print_line(std::string_view line) {
   std::fflush(stdout);
 }
 
+namespace {
+
+bool json_output = false;
+
+} // namespace
+
+void set_json_output(bool on) {
+  json_output = on;
+}
+
+void print_event(std::string_view kind, nlohmann::json fields, std::string_view text) {
+  if (!json_output) {
+    print_line(text);
+    return;
+  }
+  fields["type"] = kind; // As broker-throughput --json names its lines.
+  // Topics and values may hold any bytes: invalid UTF-8 becomes U+FFFD, never a broken line.
+  print_line(fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 std::string escape_line(std::string_view text) {
   std::string result;
   result.reserve(text.size());
@@ -86,6 +106,27 @@ std::string escape_line(std::string_view text) {
 
 std::string received_line(const broker::data_message& msg) {
   return "received " + escape_line(msg.topic()) + " " + escape_line(to_string(msg.value()));
+}
+
+nlohmann::json event_fields(const broker::status_variant& event) {
+  nlohmann::json result;
+  auto context = [&result](const broker::endpoint_info& ctx) {
+    result["peer"] = ctx.node.is_nil() ? nlohmann::json(nullptr)
+                                       : nlohmann::json(to_string(ctx.node));
+    if (ctx.network && !ctx.network->address.empty())
+      result["address"] = ctx.network->address + ":" + std::to_string(ctx.network->port);
+    else
+      result["address"] = nullptr;
+  };
+  if (auto* st = std::get_if<broker::status>(&event)) {
+    result["code"] = std::string{to_string(st->code())};
+    context(st->context());
+    result["message"] = st->message();
+  } else if (auto* err = std::get_if<broker::error>(&event)) {
+    result["code"] = std::string{to_string(err->code())};
+    result["message"] = err->message();
+  }
+  return result;
 }
 
 std::string event_line(const broker::status_variant& event) {
@@ -135,28 +176,33 @@ wake_reason node_session::wait(int fd, clock::time_point deadline) {
 void node_session::received(const broker::data_message& msg) {
   ++received_since_tick_;
   if (opts_.verbose)
-    print_verbose(received_line(msg));
+    print_verbose("received", {{"topic", msg.topic()}, {"value", to_string(msg.value())}},
+                  received_line(msg));
 }
 
 void node_session::drain_events() {
   for (auto& event : events_.poll())
     if (opts_.verbose)
       if (auto line = event_line(event); !line.empty())
-        print_verbose(line);
+        print_verbose(line.substr(0, line.find(' ')), event_fields(event), line);
 }
 
-void node_session::print_verbose(const std::string& line) {
-  if (opts_.name.empty())
-    print_line(line);
-  else
-    print_line("[" + escape_line(opts_.name) + "] " + line);
+void node_session::print_verbose(std::string_view kind, nlohmann::json fields,
+                                 const std::string& line) {
+  if (opts_.name.empty()) {
+    print_event(kind, std::move(fields), line);
+    return;
+  }
+  fields["name"] = opts_.name;
+  print_event(kind, std::move(fields), "[" + escape_line(opts_.name) + "] " + line);
 }
 
 void node_session::tick(clock::time_point now) {
   if (now < next_tick_)
     return;
   if (opts_.rate)
-    print_line("rate: " + std::to_string(received_since_tick_) + " messages/s");
+    print_event("rate", {{"messages_per_second", received_since_tick_}},
+                "rate: " + std::to_string(received_since_tick_) + " messages/s");
   received_since_tick_ = 0;
   // Skip missed ticks instead of printing a burst of them after a stall.
   while (next_tick_ <= now)

@@ -14,7 +14,8 @@
 //   3. A mode (modes.hh) calls wait() with its hub's descriptor; wait() prints pending
 //      events and the `rate:` line on the way, and reports a signal.
 //
-// Output format (stdout, one line per event, flushed per line; see doc/node.md):
+// Output format (stdout, one line per event, flushed per line; with --json one JSON object
+// per line, {"type": "<first word>", ...}; see doc/node.md):
 //   listening on <port>
 //   status <code> <peer id or -> <host:port or -> <message>     (-v)
 //   error <code> <message>                                       (-v)
@@ -25,6 +26,8 @@
 #include "node_options.hh"
 
 #include <broker/endpoint.hh>
+
+#include <nlohmann/json.hpp>
 
 #include "signal_watch.hh"
 
@@ -37,6 +40,13 @@ namespace broker_node {
 /// Writes `line` and a newline to stdout and flushes: tests and scripts read line by line.
 void print_line(std::string_view line);
 
+/// Makes print_event() write JSON objects (--json) instead of text lines.
+void set_json_output(bool on);
+
+/// One event line: `text` (the text format), or with --json the object `fields` plus
+/// "type": `kind` (the first word of the text line).
+void print_event(std::string_view kind, nlohmann::json fields, std::string_view text);
+
 /// `text` with backslashes and control characters escaped (`\\`, `\n`, `\xNN`), so that a
 /// value can never break the one-line-per-event format.
 std::string escape_line(std::string_view text);
@@ -46,6 +56,9 @@ std::string received_line(const broker::data_message& msg);
 
 /// `status ...` or `error ...`; empty for `none`.
 std::string event_line(const broker::status_variant& event);
+
+/// The same event as JSON fields: code, peer, address, message (null where unknown).
+nlohmann::json event_fields(const broker::status_variant& event);
 
 /// SIGINT/SIGTERM as a descriptor (shared with the other tools).
 using broker_tools::signal_watch;
@@ -72,8 +85,9 @@ public:
   const node_options& options() const noexcept { return opts_; }
 
 private:
-  /// A -v line, prefixed with `[<name>] ` when --name is set.
-  void print_verbose(const std::string& line);
+  /// A -v event (print_event), its text prefixed with `[<name>] ` and its JSON object
+  /// given a "name" when --name is set.
+  void print_verbose(std::string_view kind, nlohmann::json fields, const std::string& line);
   void drain_events();
   void tick(clock::time_point now);
 

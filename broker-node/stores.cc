@@ -38,14 +38,16 @@ broker::expected<std::vector<broker::store>> attach_stores(broker::endpoint& ep,
                                broker_tools::backend_options_for(opts.store, name));
     if (!st)
       return attach_failed("master-stores", name, st.error_value());
-    print_line("store master " + escape_line(name));
+    print_event("store", {{"role", "master"}, {"name", name}},
+                "store master " + escape_line(name));
     result.push_back(std::move(*st));
   }
   for (auto& name : opts.clone_stores) {
     auto st = ep.attach_clone(name);
     if (!st)
       return attach_failed("clone-stores", name, st.error_value());
-    print_line("store clone " + escape_line(name));
+    print_event("store", {{"role", "clone"}, {"name", name}},
+                "store clone " + escape_line(name));
     result.push_back(std::move(*st));
   }
   return result;

@@ -6,7 +6,7 @@ Python 3 standard library only. Each script does:
     with benchlib.Run("idle_peers", args) as run:    # results dir, header, cleanup
         bins = run.build("broker-node", "broker-throughput")
         node = run.start(bins["broker-node"], [...], "receiver")
-        port = node.wait_listening()
+        port = node.listening_port()
         ...
         run.table(header, rows)                      # printed and kept in the report
         run.plot("idle_peers.png", gnuplot_script, {"cpu.dat": lines})
@@ -14,9 +14,10 @@ Python 3 standard library only. Each script does:
 What it takes care of:
   - Building: BUILD_DIR (default <repo>/build-bench, Release) is configured if needed and
     the targets are built with ninja; NO_BUILD=1 uses the binaries as they are.
-  - Processes: every process started through Run is stopped when the script ends, however
-    it ends (exception, SIGINT, SIGTERM, SIGHUP). Each one also gets SIGKILL from the
-    kernel if the script itself is killed (setpriv --pdeathsig).
+  - Processes: Run.start() gives a Proc of the shared test helpers
+    (tests/lib/brokertest/procs.py): output collected line by line, bounded waits, stopped
+    when the script ends, however it ends (exception, SIGINT, SIGTERM, SIGHUP), and
+    SIGKILLed by the kernel if the script itself is killed (setpriv --pdeathsig).
   - /proc: CPU seconds (utime + stime of all threads) and resident memory of a pid.
   - Reporting: the machine, the source revision and `uptime` at start and end go to stdout
     and to <BUILD_DIR>/bench-results/<scenario>-<stamp>.md; raw numbers to a .json file
@@ -24,13 +25,9 @@ What it takes care of:
 """
 
 import argparse
-import atexit
-import collections
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,19 +35,19 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-LOCALHOST = "127.0.0.1"
+# The shared helpers of tests/ and bench/ (the scripts import from it too).
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
 
-# How long a process gets to exit after SIGINT/SIGTERM before it is killed.
-STOP_TIMEOUT = 10.0
-# Default bound on waiting for a line (listening port, peer_added, ...).
-WAIT_TIMEOUT = 30.0
-# Lines of stdout/stderr kept per process for error messages.
+from brokertest import procs  # noqa: E402
+from brokertest.checks import TestFailure  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# Lines of stdout/stderr kept per process (for error messages and lines_since()).
 KEEP_LINES = 2000
 
-
-class BenchError(Exception):
-    """A scenario could not run (a process died, a line never came)."""
+# A scenario could not run (a process died, a line never came): what the shared process
+# helpers raise.
+BenchError = TestFailure
 
 
 # -- numbers and text ---------------------------------------------------------------------
@@ -114,13 +111,6 @@ def uptime_line():
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     except OSError:
         return "load average: " + load_average()
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago (for options that cannot take 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOCALHOST, 0))
-        return s.getsockname()[1]
 
 
 class Sampler:
@@ -190,175 +180,6 @@ class WakeProbe:
                 "max_us": xs[-1], "samples": len(xs)}
 
 
-# -- processes ----------------------------------------------------------------------------
-
-_live = []  # every Proc not yet reaped, for the exit and signal handlers
-_setpriv = shutil.which("setpriv")
-
-
-def _stop_all():
-    for p in list(_live):
-        p.kill()
-
-
-def _on_signal(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-atexit.register(_stop_all)
-
-
-class Proc:
-    """A started process whose stdout and stderr lines are collected by reader threads."""
-
-    def __init__(self, argv, name, env=None, log_dir=None):
-        self.name = name
-        self.argv = list(argv)
-        self.lines = collections.deque(maxlen=KEEP_LINES)
-        self.line_count = 0  # stdout lines so far, including those the deque dropped
-        self.err_lines = collections.deque(maxlen=KEEP_LINES)
-        self.cond = threading.Condition()
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
-        full_env.update(env or {})
-        prefix = [_setpriv, "--pdeathsig", "KILL"] if _setpriv else []
-        self.popen = subprocess.Popen(prefix + self.argv, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=full_env)
-        self.pid = self.popen.pid
-        _live.append(self)
-        self._log = open(os.path.join(log_dir, "%s.%d.log" % (name, self.pid)), "w") \
-            if log_dir else None
-        if self._log:
-            self._log.write("# %s\n" % " ".join(self.argv))
-        self.readers = [threading.Thread(target=self._read, args=(s, q, tag), daemon=True)
-                        for s, q, tag in ((self.popen.stdout, self.lines, "out"),
-                                          (self.popen.stderr, self.err_lines, "err"))]
-        for t in self.readers:
-            t.start()
-
-    def _read(self, stream, sink, tag):
-        for raw in stream:
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self.cond:
-                sink.append(line)
-                if sink is self.lines:
-                    self.line_count += 1
-                if self._log:
-                    self._log.write("%s %s\n" % (tag, line))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def describe(self, tail=15):
-        with self.cond:
-            out, err = list(self.lines)[-tail:], list(self.err_lines)[-tail:]
-        return ("%s (pid %d, exit %s): %s\n  stdout: %s\n  stderr: %s"
-                % (self.name, self.pid, self.popen.poll(), " ".join(self.argv),
-                   "\n          ".join(out), "\n          ".join(err)))
-
-    def mark(self):
-        """A position in stdout for lines_since()."""
-        with self.cond:
-            return self.line_count
-
-    def lines_since(self, mark):
-        """The stdout lines that arrived after mark() returned `mark`."""
-        with self.cond:
-            n = min(self.line_count - mark, len(self.lines))
-            return list(self.lines)[len(self.lines) - n:]
-
-    def alive(self):
-        return self.popen.poll() is None
-
-    def wait_for(self, pred, timeout=WAIT_TIMEOUT, what="a matching line", stderr=False):
-        """The first line (stdout, or stderr) that satisfies `pred`."""
-        lines = self.err_lines if stderr else self.lines
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in lines:
-                    if pred(line):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or (not self.alive()
-                                 and not any(t.is_alive() for t in self.readers)):
-                    raise BenchError("%s: no %s within %.0f s\n%s"
-                                     % (self.name, what, timeout, self.describe()))
-                self.cond.wait(min(left, 0.2))
-
-    def wait_listening(self, timeout=WAIT_TIMEOUT):
-        """The port of `listening on N` (broker-node) or {"type":"listening","port":N}."""
-        def port_of(line):
-            if line.startswith("listening on "):
-                return int(line.split()[-1])
-            obj = parse_json(line)
-            if isinstance(obj, dict) and obj.get("type") == "listening":
-                return int(obj["port"])
-            return None
-        return port_of(self.wait_for(lambda l: port_of(l) is not None, timeout,
-                                     "listening line"))
-
-    def json_objects(self, kind=None):
-        with self.cond:
-            objs = [parse_json(l) for l in self.lines]
-        return [o for o in objs if isinstance(o, dict) and (kind is None or o.get("type") == kind)]
-
-    def summary(self):
-        """broker-throughput's JSON summary (after it ended), or a BenchError."""
-        found = self.json_objects("summary")
-        if not found:
-            raise BenchError("%s printed no summary\n%s" % (self.name, self.describe()))
-        return found[-1]
-
-    def send_signal(self, sig):
-        if self.alive():
-            self.popen.send_signal(sig)
-
-    def wait(self, timeout=STOP_TIMEOUT):
-        """Exit code; kills the process if it does not end within `timeout`."""
-        try:
-            code = self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise BenchError("%s did not exit within %.0f s\n%s"
-                             % (self.name, timeout, self.describe()))
-        self._reap()
-        return code
-
-    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
-        """Sends `sig` and waits for the exit (killing it after `timeout`); the exit code."""
-        self.send_signal(sig)
-        return self.wait(timeout)
-
-    def kill(self):
-        if self.alive():
-            self.popen.kill()
-        try:
-            self.popen.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
-        self._reap()
-
-    def _reap(self):
-        for t in self.readers:
-            t.join(STOP_TIMEOUT)
-        if self in _live:
-            _live.remove(self)
-        if self._log:
-            with self.cond:
-                self._log.close()
-                self._log = None
-
-
-def parse_json(line):
-    if not line.startswith("{"):
-        return None
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
-
-
 # -- a scenario run -----------------------------------------------------------------------
 
 def parse_args(description, options):
@@ -396,20 +217,19 @@ class Run:
         os.makedirs(self.log_dir, exist_ok=True)
         os.makedirs(self.plot_dir, exist_ok=True)
         self._report = open(self.report_path, "w")
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _on_signal)
+        procs.exit_on_signals()
         self._install_deps()
         self.header()
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        _stop_all()
+        procs.kill_all()
         if exc_type is None:
             self.say("")
             self.say("# load at end: %s" % uptime_line())
             self.say("# took %.0f s; report: %s" % (time.monotonic() - self.started,
                                                     self.report_path))
-        elif exc_type is BenchError:
+        elif exc_type is not None and issubclass(exc_type, BenchError):
             self.say("FAILED: %s" % exc)
         with open(os.path.join(self.results, "%s-%s.json" % (self.scenario, self.stamp)),
                   "w") as f:
@@ -475,15 +295,18 @@ class Run:
                 raise BenchError("%s not found (build it, or set BUILD_DIR)" % p)
         return paths
 
-    def start(self, binary, args, name, env=None):
-        return Proc([binary] + list(args), name, env, self.log_dir)
+    def start(self, binary, args, name, env=None, kind=procs.Proc, **options):
+        """A started process of `kind` (procs.Proc, or nodes.Node for a broker-node that is
+        ready when this returns) whose output also goes to the run's log directory."""
+        return kind(binary, args, name, env=env, keep=KEEP_LINES, log_dir=self.log_dir,
+                    **options)
 
     # -- plots ----------------------------------------------------------------------------
 
-    def plot(self, png_name, script, data_files):
+    def plot(self, png_name, size, script, data_files):
         """Writes `data_files` ({name: [lines]}) and runs `script` with gnuplot in the plot
-        directory; the script sees the output name as the variable `out`. Returns the PNG
-        path, or None without gnuplot."""
+        directory, drawing a PNG of `size` (width, height). Returns the PNG path, or None
+        without gnuplot."""
         gnuplot = shutil.which("gnuplot")
         png = os.path.join(self.plot_dir, png_name)
         work = os.path.join(self.log_dir, "plot")
@@ -493,7 +316,8 @@ class Run:
                 f.write("\n".join(lines) + "\n")
         script_path = os.path.join(work, png_name + ".gp")
         with open(script_path, "w") as f:
-            f.write('out = "%s"\n' % png)
+            f.write('set terminal pngcairo size %d,%d font "sans,10" noenhanced\n' % size)
+            f.write('set output "%s"\n' % png)
             f.write(script)
         if gnuplot is None:
             self.say("# no gnuplot (run bench/install-deps): plot script left in %s"
@@ -516,11 +340,24 @@ def _git_revision():
         return "unknown"
 
 
-def sleep_checked(seconds, procs):
-    """Sleeps `seconds`, failing early if one of `procs` exits."""
+def plot_list(items):
+    """gnuplot's comma-separated list (of plot series), one item a line."""
+    return ", \\\n     ".join(items)
+
+
+def run_main(main):
+    """Runs a scenario's main(); exits 1 after a BenchError (Run has printed it)."""
+    try:
+        main()
+    except BenchError:
+        sys.exit(1)
+
+
+def sleep_checked(seconds, processes):
+    """Sleeps `seconds`, failing early if one of `processes` exits."""
     deadline = time.monotonic() + seconds
     while True:
-        for p in procs:
+        for p in processes:
             if not p.alive():
                 raise BenchError("%s exited early\n%s" % (p.name, p.describe()))
         left = deadline - time.monotonic()

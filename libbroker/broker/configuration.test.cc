@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -172,8 +173,11 @@ TEST_CASE("the table carries the environment variables and the short port flag",
   CHECK(env == std::map<std::string, std::string>{
                  {"BROKER_PORT", "broker.port"},
                  {"BROKER_WEB_SOCKET_PORT", "broker.web-socket.port"},
-                 {"BROKER_METRICS_PORT", "broker.metrics.port"}});
+                 {"BROKER_METRICS_PORT", "broker.metrics.port"},
+                 {"BROKER_METRICS_ENDPOINT_NAME", "broker.metrics.endpoint-name"}});
   CHECK(port_flag == 'p');
+  // Broker's BROKER_CONSOLE_VERBOSITY and BROKER_FILE_VERBOSITY are compatibility spellings
+  // (with a notice), not table entries: configuration_compat.test.cc.
 }
 
 // -- set() and the types -------------------------------------------------------------------------
@@ -354,7 +358,7 @@ TEST_CASE("generic getters return a value only for a known key of their type", "
   CHECK_FALSE(cfg.get_count("broker.nope").has_value());
 }
 
-TEST_CASE("log levels are CAF's: quiet, error, warning, info, debug and trace", "[config]") {
+TEST_CASE("log levels are Broker's console verbosities, quiet to trace", "[config]") {
   configuration cfg;
   for (auto level : {"quiet", "error", "warning", "info", "debug", "trace"}) {
     CHECK_FALSE(cfg.set("broker.log-level", level));
@@ -363,6 +367,25 @@ TEST_CASE("log levels are CAF's: quiet, error, warning, info, debug and trace", 
   CHECK(cfg.set("broker.log-level", "verbose").message()
         == R"(broker.log-level: expected one of quiet, error, warning, info, debug, trace, )"
            R"(got "verbose")");
+}
+
+// BROKER_CONSOLE_VERBOSITY: configuration_compat.test.cc (Broker spellings).
+
+TEST_CASE("BROKER_METRICS_ENDPOINT_NAME names the endpoint in metrics", "[config]") {
+  configuration cfg;
+  CHECK(cfg.get_string("broker.metrics.endpoint-name") == "");
+  CHECK_FALSE(cfg.load_env([](const char* name) -> const char* {
+    return std::string_view{name} == "BROKER_METRICS_ENDPOINT_NAME" ? "worker-1" : nullptr;
+  }));
+  CHECK(cfg.get_string("broker.metrics.endpoint-name") == "worker-1");
+}
+
+TEST_CASE("broker.log-format is text or json", "[config]") {
+  configuration cfg;
+  CHECK(cfg.get_string("broker.log-format") == "text");
+  CHECK_FALSE(cfg.set("broker.log-format", "json"));
+  CHECK(cfg.set("broker.log-format", "xml").message()
+        == R"(broker.log-format: expected one of text, json, got "xml")");
 }
 
 TEST_CASE("configurations are values: copies are independent and compare equal", "[config]") {

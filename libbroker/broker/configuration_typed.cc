@@ -154,6 +154,22 @@ size_t configuration::store_master_probe_timeout() const {
   return value_at<uint64_t>(values_, builtin_option::store_master_probe_timeout);
 }
 
+size_t configuration::peer_max_subscriptions() const {
+  return value_at<uint64_t>(values_, builtin_option::peer_max_subscriptions);
+}
+
+size_t configuration::web_socket_max_subscriptions() const {
+  return value_at<uint64_t>(values_, builtin_option::web_socket_max_subscriptions);
+}
+
+size_t configuration::max_pending_control_bytes() const {
+  return value_at<uint64_t>(values_, builtin_option::max_pending_control_bytes);
+}
+
+size_t configuration::max_input_bytes() const {
+  return value_at<uint64_t>(values_, builtin_option::max_input_bytes);
+}
+
 size_t configuration::max_nesting_depth() const {
   return value_at<uint64_t>(values_, builtin_option::max_nesting_depth);
 }

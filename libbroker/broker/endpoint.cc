@@ -2,6 +2,8 @@
 
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
+#include "broker/internal/config/operations_options.hh"
+#include "broker/internal/node_probe.hh"
 
 #include <future>
 #include <thread>
@@ -66,7 +68,11 @@ endpoint::endpoint(configuration cfg) {
   auto id = endpoint_id::random();
   ctx_ = std::make_shared<internal::endpoint_context>(std::move(cfg), id);
   const auto& conf = ctx_->config();
-  internal::configure_logger(conf, id);
+  // Each endpoint logs at its own level (logger.hh); JSON lines name it.
+  auto ops = internal::read_operations_settings(conf);
+  auto lg = std::make_shared<internal::logger>(
+    ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
+  internal::apply_log_file(*lg, conf, id); // An error is logged; the endpoint runs on.
   internal::core_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();
@@ -78,7 +84,8 @@ endpoint::endpoint(configuration cfg) {
   auto own_id = ctx_->next_id();
   own_ = attach_source(*rt, own_id, ctx_->config().publisher_buffer_size());
   auto ctx = ctx_;
-  auto net = std::make_shared<internal::peer_manager>(id, conf, rt,
+  auto io = std::make_shared<internal::io_runtime>(conf, std::move(lg));
+  auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
                                                       [ctx] { return ctx->next_id(); });
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
@@ -90,7 +97,9 @@ endpoint::endpoint(configuration cfg) {
     if (auto n = weak_net.lock())
       n->update_filter(st.announcement_for(0));
   });
+  ctx_->set_probe(internal::make_node_probe(ctx_, ops.endpoint_name, BROKER_VERSION_STRING));
   ctx_->start(std::move(rt));
+  ctx_->start_io(std::move(io));
   ctx_->start_network(std::move(net));
   // Servers the configuration asks for start with the endpoint, as in Broker.
   if (auto p = conf.web_socket_port(); p != 0)
@@ -106,14 +115,21 @@ namespace {
 expected<uint16_t> start_http(internal::endpoint_context& ctx,
                               const std::shared_ptr<internal::endpoint_context>& shared,
                               const std::string& address, uint16_t port, bool web_socket) {
-  auto net = ctx.network();
+  auto io = ctx.io();
   auto rt = ctx.runtime();
-  if (!net || !rt)
+  if (!io || !rt)
     return error{ec::shutting_down, "the endpoint has shut down"};
   const auto& conf = ctx.config();
   internal::http_options opts;
   opts.web_socket = web_socket;
   opts.metrics = !web_socket;
+  if (!web_socket) {
+    auto ops = internal::read_operations_settings(conf);
+    opts.status_page = ops.status_page;
+    opts.endpoint_name = ops.endpoint_name;
+    opts.handler_series_limit = ops.handler_series_limit;
+    opts.probe = ctx.probe();
+  }
   opts.node = ctx.id();
   opts.version = BROKER_VERSION_STRING;
   opts.buffer_size = conf.web_socket_buffer_size();
@@ -123,13 +139,16 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_clients = conf.web_socket_max_clients();
   opts.max_message_size = conf.web_socket_max_message_size();
   opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
-  auto srv = internal::http_server::start(*net, rt, [shared] { return shared->next_id(); },
+  opts.max_subscriptions = conf.web_socket_max_subscriptions();
+  opts.max_control_bytes = conf.max_pending_control_bytes();
+  opts.max_input_bytes = conf.max_input_bytes();
+  auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
     return srv.error_value();
   auto bound = (*srv)->port();
-  internal::log(internal::log_level::info, web_socket ? "web-socket" : "metrics",
-                "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
+  io->get_logger().write(internal::log_level::info, web_socket ? "web-socket" : "metrics",
+                         "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
                   + std::to_string(bound));
   ctx.add_server(std::move(*srv));
   return bound;
@@ -300,6 +319,9 @@ void endpoint::shutdown() {
     net->shutdown();
   if (auto rt = ctx_->stop())
     rt->shutdown();
+  // Last: nothing posts to the sockets' strands any more.
+  if (auto io = ctx_->stop_io())
+    io->stop();
   own_->close();
 }
 

@@ -58,6 +58,7 @@ constexpr ec_name ec_names[] = {
   {ec::backpressure_overflow, "backpressure_overflow"},
   {ec::invalid_config, "invalid_config"},
   {ec::invalid_topic, "invalid_topic"},
+  {ec::limit_exceeded, "limit_exceeded"},
 };
 
 } // namespace

@@ -64,6 +64,7 @@ enum class ec : uint8_t {
   backpressure_overflow = 100, ///< A handler with policy `disconnect` overflowed.
   invalid_config = 101,        ///< A configuration value failed validation.
   invalid_topic = 102,         ///< E.g. publishing to a reserved `<$>` topic.
+  limit_exceeded = 103,        ///< A connection exceeded a configured budget.
 };
 
 /// The snake_case name of `code`, e.g. "peer_invalid" (the JSON/status spelling).

@@ -16,8 +16,8 @@
 
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace broker {
@@ -68,8 +68,13 @@ public:
   /// value cannot be encoded (see bin::encode).
   const std::string& binary() const;
 
-  /// The complete JSON data-message frame (websocket-v1.md §5.1), computed on first use.
-  const std::string& json() const;
+  /// The JSON data message (websocket-v1.md §5.1), computed on first use.
+  std::string_view json() const;
+
+  /// The same JSON as a complete WebSocket text frame (an unmasked server frame: header
+  /// plus text), so that every client's writer sends the same bytes without building a
+  /// header of its own. Computed with json().
+  std::string_view ws_frame() const;
 
   void ref() const noexcept { rc_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -93,10 +98,14 @@ private:
   data value_;
   message_kind kind_ = message_kind::data;
   route_info route_;
-  mutable std::once_flag binary_once_;
-  mutable std::once_flag json_once_;
+  // Each cache is filled once by whoever asks first; its state goes empty -> filling ->
+  // ready, so every later read is one atomic load (std::call_once would cost a futex
+  // system call per message to complete).
+  mutable std::atomic<uint8_t> binary_state_{0};
+  mutable std::atomic<uint8_t> json_state_{0};
   mutable std::string binary_;
-  mutable std::string json_;
+  mutable std::string json_; // Room for the frame header, then the JSON text.
+  mutable size_t frame_offset_ = 0; // Where the frame header starts in json_.
 };
 
 /// A handle to a shared, immutable message. Copying is one atomic increment.

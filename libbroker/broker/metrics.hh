@@ -10,7 +10,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace broker {
@@ -44,13 +43,18 @@ struct BROKER_API handler_kind_metrics {
   std::array<uint64_t, num_overflow_policies> dropped{};
   /// Handlers closed because they overflowed under policy `disconnect`.
   uint64_t disconnects = 0;
+  /// Connections closed because they exceeded a budget (subscriptions, control output).
+  uint64_t limit_disconnects = 0;
 };
 
 /// A snapshot of the endpoint's counters.
 struct BROKER_API endpoint_metrics {
   std::array<handler_kind_metrics, num_handler_kinds> kinds{};
-  /// Data messages the core has routed (one per message, however many receivers).
+  /// Messages the core has routed (one per message, however many receivers): data
+  /// messages and store commands.
   uint64_t processed = 0;
+  /// The store commands among `processed`.
+  uint64_t processed_commands = 0;
   /// Messages nobody subscribed to.
   uint64_t unrouted = 0;
   /// Sources currently parked because a `block` sink was full.
@@ -60,6 +64,10 @@ struct BROKER_API endpoint_metrics {
   /// Messages from peers suppressed because they arrived again over another path (a cycle)
   /// or came back to their origin. Not a loss: the first copy was delivered.
   uint64_t duplicates = 0;
+  /// Messages from peers dropped because a newer message of the same origin had already
+  /// been routed here: per-origin order is kept, so a copy that took a slower path (or
+  /// outlived a drop on a faster one) is not delivered late. Counted as a loss.
+  uint64_t out_of_order = 0;
 
   const handler_kind_metrics& operator[](handler_kind k) const noexcept {
     return kinds[static_cast<size_t>(k)];
@@ -68,10 +76,5 @@ struct BROKER_API endpoint_metrics {
     return kinds[static_cast<size_t>(k)].dropped[static_cast<size_t>(p)];
   }
 };
-
-/// The metrics in Prometheus text exposition format (version 0.0.4), as served on
-/// GET /metrics: handlers ("connections") by kind, messages processed, buffered and
-/// delivered messages by kind, drops by kind and policy, disconnects, suspended sources.
-BROKER_API std::string to_prometheus(const endpoint_metrics& m);
 
 } // namespace broker

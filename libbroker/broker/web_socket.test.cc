@@ -29,6 +29,15 @@ namespace {
 
 constexpr auto read_timeout = 10s;
 
+/// ws://: without broker.disable-ssl the server would speak Broker's default, TLS with
+/// anonymous ECDH, which this plain Beast client (like most WebSocket clients) cannot.
+configuration plain_config() {
+  configuration cfg;
+  if (auto err = cfg.set("broker.disable-ssl", "true"))
+    throw std::runtime_error(err.message());
+  return cfg;
+}
+
 /// A client with synchronous connect, handshake and writes, and reads bounded in time
 /// (an async read driven by run_for, so a missing frame fails the test instead of hanging).
 class ws_client {
@@ -110,7 +119,7 @@ uint16_t listen_ws(endpoint& ep) {
 
 TEST_CASE("a Beast client is upgraded and gets one compact ack naming the node",
           "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   ws_client c{port};
   REQUIRE(!c.error);
@@ -131,7 +140,7 @@ TEST_CASE("a Beast client is upgraded and gets one compact ack naming the node",
 
 TEST_CASE("a data message goes to the other client and to a local subscriber, not back",
           "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto sub = ep.make_subscriber({"/t"});
   auto [a, ack_a] = ws_client::subscribed(port, R"(["/t"])");
@@ -154,7 +163,7 @@ TEST_CASE("a data message goes to the other client and to a local subscriber, no
 }
 
 TEST_CASE("bad input gets an error frame and the connection stays open", "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto sub = ep.make_subscriber({"/t"});
   auto [c, ack] = ws_client::subscribed(port, "[]");
@@ -172,7 +181,7 @@ TEST_CASE("bad input gets an error frame and the connection stays open", "[web_s
 
 TEST_CASE("a first message without a filter gets an error frame and close 1008",
           "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   for (auto first : {R"({"a":1})", "[1]", "nope", ""}) {
     INFO("first message: " << first);
@@ -188,7 +197,7 @@ TEST_CASE("a first message without a filter gets an error frame and close 1008",
 }
 
 TEST_CASE("a binary frame closes the connection with 1003", "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto [c, ack] = ws_client::subscribed(port, R"(["/t"])");
   c->send_binary("\x01\x02");
@@ -198,7 +207,7 @@ TEST_CASE("a binary frame closes the connection with 1003", "[web_socket]") {
 }
 
 TEST_CASE("a wrong path is refused with 400 and the spec's text", "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   ws_client c{port, "/wrong"};
   CHECK(c.error == websocket::error::upgrade_declined);
@@ -210,7 +219,7 @@ TEST_CASE("a wrong path is refused with 400 and the spec's text", "[web_socket]"
 
 TEST_CASE("listening on a port that is taken is an error, not a silent failure",
           "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   endpoint other;
   auto res = other.web_socket_listen("127.0.0.1", port);
@@ -218,7 +227,7 @@ TEST_CASE("listening on a port that is taken is an error, not a silent failure",
 }
 
 TEST_CASE("shutting the endpoint down closes every client with 1000", "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto [a, ack_a] = ws_client::subscribed(port, R"(["/t"])");
   auto [b, ack_b] = ws_client::subscribed(port, "[]");
@@ -237,7 +246,7 @@ TEST_CASE("shutting the endpoint down closes every client with 1000", "[web_sock
 }
 
 TEST_CASE("shutdown returns although a client never answers the close", "[web_socket]") {
-  endpoint ep;
+  endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto [c, ack] = ws_client::subscribed(port, "[]");
   // The client is not reading, so its close handshake cannot finish: shutdown() gives up

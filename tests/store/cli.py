@@ -7,10 +7,17 @@ Usage: cli.py <broker-node> <broker-store>
 import os
 import shutil
 import signal
+import sys
 import tempfile
 
-from store_util import (STORE_FLAGS, Cleanup, Node, addr, check, free_port, run_node,
-                        run_suite, run_tool, typed)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr, free_port  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.procs import Cleanup, run_once  # noqa: E402
+from brokertest.store import STORE_FLAGS, run_tool, typed  # noqa: E402
 
 EXIT_INVALID_CONFIG = 1
 TOOL_BAD_USAGE, TOOL_NO_STORE, TOOL_OP_FAILED = 1, 2, 3
@@ -19,7 +26,7 @@ PLAIN = ["--broker.disable-ssl"]
 
 def test_node_help(node_bin, tool_bin):
     """broker-node --help lists the store options"""
-    code, out, _ = run_node(node_bin, ["--help"])
+    code, out, _ = run_once(node_bin, ["--help"])
     check(code == 0, "--help exits 0")
     for text in ("--master-stores", "--clone-stores", "--store-backend", "--store-dir"):
         check(text in out, "--help lists %s" % text)
@@ -37,7 +44,7 @@ def test_node_invalid_store_options(node_bin, tool_bin):
         (["--master-stores", "a", "--store-backend", "sqlite", "--store-dir="], "store-dir"),
     ]
     for args, name in cases:
-        code, _, err = run_node(node_bin, args + PLAIN)
+        code, _, err = run_once(node_bin, args + PLAIN)
         check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (args, code, err))
         check(name in err, "the error for %s names %s: %s" % (args, name, err))
 
@@ -55,7 +62,7 @@ def test_node_unusable_store_dir(node_bin, tool_bin):
             os.mkdir(locked, 0o500)
             dirs.append(locked)
         for d in dirs:
-            code, out, err = run_node(node_bin, ["--master-stores", "users", "--store-backend",
+            code, out, err = run_once(node_bin, ["--master-stores", "users", "--store-backend",
                                                  "sqlite", "--store-dir", d] + PLAIN)
             check(code == EXIT_INVALID_CONFIG, "--store-dir %s exits 1, got %d: %s"
                   % (d, code, err))
@@ -81,7 +88,7 @@ def test_node_config_file(node_bin, tool_bin):
             for name in ("users", "hosts"):
                 path = os.path.join(tmp, "db", name + ".db")
                 check(os.path.exists(path), "%s exists" % path)
-            n.signal(signal.SIGTERM)
+            n.send_signal(signal.SIGTERM)
             check(n.wait_exit() == 0, "the node ends cleanly")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -132,5 +139,6 @@ def test_tool_cannot_reach_store(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_node_help, test_node_invalid_store_options, test_node_unusable_store_dir,
-               test_node_config_file, test_tool_usage, test_tool_cannot_reach_store])
+    run_tests([test_node_help, test_node_invalid_store_options, test_node_unusable_store_dir,
+               test_node_config_file, test_tool_usage, test_tool_cannot_reach_store], limit=40,
+              binaries=("broker-node", "broker-store"))

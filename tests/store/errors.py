@@ -4,8 +4,17 @@
 Usage: errors.py <broker-node> <broker-store>
 """
 
-from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, run_tool,
-                        run_suite, typed)
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr  # noqa: E402
+from brokertest.nodes import Node, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import STORE_FLAGS, Tool, run_tool, typed  # noqa: E402
 
 STORE = "errs"
 # A clone alone gives up on a put_unique after this (STORE_FLAGS: 3 s).
@@ -126,7 +135,7 @@ def test_master_exists(node_bin, tool_bin):
         check(code == 2 and "master_exists" in err and not results,
               "broker-store --master exits 2 with master_exists: %d %s" % (code, err))
         b = cleanup.add(Node(node_bin, ["--master-stores", STORE, "--peers",
-                                        "tcp://" + addr(a.port), "--no-listen"], "B",
+                                        peer_uri(a.port), "--no-listen"], "B",
                              listen=False))
         code = b.wait_exit()
         err = "\n".join(b.err_lines)
@@ -136,5 +145,6 @@ def test_master_exists(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_master_operations, test_bad_input, test_clone_without_master,
-               test_errors_through_a_clone, test_master_exists])
+    run_tests([test_master_operations, test_bad_input, test_clone_without_master,
+               test_errors_through_a_clone, test_master_exists], limit=40,
+              binaries=("broker-node", "broker-store"))

@@ -4,8 +4,17 @@
 Usage: line.py <broker-node> <broker-store>
 """
 
-from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, run_suite,
-                        typed)
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr  # noqa: E402
+from brokertest.nodes import Node, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import STORE_FLAGS, Tool, typed  # noqa: E402
 
 STORE = "line"
 WRITES_PER_NODE = 50
@@ -61,7 +70,7 @@ def test_node_in_the_middle(node_bin, tool_bin):
         a = cleanup.add(Node(node_bin, ["--master-stores", STORE, "-v"] + STORE_FLAGS, "A"))
         a.wait_for(lambda l: l == "store master " + STORE, what="the master")
         b = cleanup.add(Node(node_bin, ["--clone-stores", STORE, "--peers",
-                                        "tcp://" + addr(a.port)] + STORE_FLAGS, "B"))
+                                        peer_uri(a.port)] + STORE_FLAGS, "B"))
         b.wait_for(lambda l: l == "store clone " + STORE, what="the clone")
         # Two clones at the ends of the line A - B - C: one at A, one behind B.
         near = cleanup.add(Tool(tool_bin, STORE, ["--peer", addr(a.port)], "near"))
@@ -72,4 +81,5 @@ def test_node_in_the_middle(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_tool_line, test_node_in_the_middle])
+    run_tests([test_tool_line, test_node_in_the_middle], limit=40,
+              binaries=("broker-node", "broker-store"))

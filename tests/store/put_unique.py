@@ -4,8 +4,17 @@
 Usage: put_unique.py <broker-node> <broker-store>
 """
 
-from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, run_suite,
-                        typed)
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import STORE_FLAGS, Tool, typed  # noqa: E402
 
 STORE = "locks"
 ROUNDS = 100
@@ -45,4 +54,4 @@ def test_one_winner_per_key(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_one_winner_per_key])
+    run_tests([test_one_winner_per_key], limit=40, binaries=("broker-node", "broker-store"))

@@ -10,10 +10,18 @@ retransmitted, not lost: the master must end with every one of them.
 Usage: restart.py <broker-node> <broker-store>
 """
 
+import os
+import sys
 import time
 
-from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, free_port,
-                        run_suite, start_node_on, typed)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr, free_port  # noqa: E402
+from brokertest.nodes import Node, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import STORE_FLAGS, Tool, typed  # noqa: E402
 
 # Heartbeats every 100 ms (STORE_FLAGS); a store peer counts as gone after 30 silent ones.
 FLAGS = STORE_FLAGS + ["--broker.store.timeout-intervals=30"]
@@ -35,11 +43,11 @@ def test_kill_middle(node_bin, tool_bin):
         a = cleanup.add(Node(node_bin, ["--master-stores", STORE] + FLAGS, "A"))
         a.wait_for(lambda l: l == "store master " + STORE, what="A's master")
         port_b = free_port()
-        b_args = ["--clone-stores", STORE, "--peers", "tcp://" + addr(a.port),
+        b_args = ["--clone-stores", STORE, "--peers", peer_uri(a.port),
                   "--peer-retry", "1"] + FLAGS
-        b1 = start_node_on(node_bin, cleanup, port_b, b_args, "B1")
+        b1 = cleanup.add(Node(node_bin, b_args, "B1", port=port_b))
         c = cleanup.add(Node(node_bin, ["--clone-stores", STORE, "--peers",
-                                        "tcp://" + addr(port_b), "--peer-retry", "1"]
+                                        peer_uri(port_b), "--peer-retry", "1"]
                              + FLAGS, "C"))
         # The master's view (a clone next to A), a reader and the writer behind C.
         tool_flags = FLAGS[len(STORE_FLAGS):]
@@ -52,15 +60,14 @@ def test_kill_middle(node_bin, tool_bin):
 
         killed = False
         for first in range(0, WRITES, BATCH):
-            writer.send(["put k%d %d" % (i, i) for i in range(first, first + BATCH)]
-                       )
+            writer.send(["put k%d %d" % (i, i) for i in range(first, first + BATCH)])
             time.sleep(BATCH_PAUSE)
             if not killed and first + BATCH >= KILL_AFTER:
                 writer.wait_results(KILL_AFTER)
                 b1.kill()  # SIGKILL: no BYE; A and C notice the lost connection.
                 killed = True
                 time.sleep(DOWN_SECONDS)
-                start_node_on(node_bin, cleanup, port_b, b_args, "B2")
+                cleanup.add(Node(node_bin, b_args, "B2", port=port_b))
         results = writer.wait_results(WRITES, timeout=30)
         bad = [r for r in results if "error" in r]
         check(not bad, "every write was accepted by the writer's clone: %s" % bad[:3])
@@ -81,4 +88,4 @@ def test_kill_middle(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_kill_middle])
+    run_tests([test_kill_middle], limit=70, binaries=("broker-node", "broker-store"))

@@ -7,11 +7,18 @@ Usage: sqlite.py <broker-node> <broker-store>
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 
-from store_util import (STORE_FLAGS, Cleanup, Node, Tool, addr, check, run_suite,
-                        typed)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import addr  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.procs import Cleanup  # noqa: E402
+from brokertest.store import STORE_FLAGS, Tool, typed  # noqa: E402
 
 STORE = "persist"
 KEYS = 200
@@ -43,7 +50,7 @@ def test_restart_keeps_data_and_expiries(node_bin, tool_bin):
             check(w.close() == 0, "the writer exits 0")
             check(os.path.exists(os.path.join(store_dir, STORE + ".db")),
                   "the database is <store-dir>/<name>.db")
-            a1.signal(signal.SIGTERM)
+            a1.send_signal(signal.SIGTERM)
             check(a1.wait_exit() == 0, "A1 ends cleanly")
 
             a2 = start_master(node_bin, cleanup, store_dir, "A2")
@@ -66,4 +73,5 @@ def test_restart_keeps_data_and_expiries(node_bin, tool_bin):
 
 
 if __name__ == "__main__":
-    run_suite([test_restart_keeps_data_and_expiries])
+    run_tests([test_restart_keeps_data_and_expiries], limit=40,
+              binaries=("broker-node", "broker-store"))

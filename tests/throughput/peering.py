@@ -1,22 +1,28 @@
 """broker-throughput over a native peering: the server receives every event the client
 sends (--count on both sides), reports in JSON, and ends cleanly on SIGINT."""
 
+import os
 import signal
+import sys
 
-from tp_util import Cleanup, Proc, check, check_eq, expect_exit, run
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.procs import Cleanup, Proc  # noqa: E402
 
 EVENTS = 10000
 
 
-def all_events_arrive(tp):
+def all_events_arrive(tp, node):
     with Cleanup() as c:
         server = c.add(Proc(tp, ["--server", "127.0.0.1:0", "--json", "-n", str(EVENTS)],
                             name="server"))
         port = server.listening_port()
         client = c.add(Proc(tp, ["-s", "100", "-n", str(EVENTS), "--json",
                                  "127.0.0.1:%d" % port], name="client"))
-        expect_exit(client, 0)
-        expect_exit(server, 0)
+        client.expect_exit(0)
+        server.expect_exit(0)
         got = server.summary()
         check_eq(got["role"], "server", "server summary role")
         check_eq(got["transport"], "peering", "server summary transport")
@@ -33,7 +39,7 @@ def all_events_arrive(tp):
                       "%s printed a non-JSON line\n%s" % (proc.name, proc.describe()))
 
 
-def sigint_ends_both_with_a_summary(tp):
+def sigint_ends_both_with_a_summary(tp, node):
     with Cleanup() as c:
         server = c.add(Proc(tp, ["--server", "127.0.0.1:0"], name="server"))
         port = server.listening_port()
@@ -41,24 +47,20 @@ def sigint_ends_both_with_a_summary(tp):
         # One rate line on each side means events are flowing.
         server.wait_for(lambda l: l.startswith("rate: ") and l.endswith(" events/s"))
         client.wait_for(lambda l: l.startswith("rate: "))
-        client.signal(signal.SIGINT)
-        expect_exit(client, 0)
+        client.send_signal(signal.SIGINT)
+        client.expect_exit(0)
         line = client.wait_for(lambda l: l.startswith("summary: "))
         sent = int(line.split("events=")[1].split()[0])
         check(sent > 0, "the client sent nothing: " + line)
         # The client shut down gracefully, so everything it sent reaches the server; a
         # second without events shows that it all arrived.
         server.wait_for(lambda l: l == "rate: 0 events/s", what="a quiet second")
-        server.signal(signal.SIGTERM)
-        expect_exit(server, 0)
+        server.send_signal(signal.SIGTERM)
+        server.expect_exit(0)
         line = server.wait_for(lambda l: l.startswith("summary: "))
         received = int(line.split("events=")[1].split()[0])
         check_eq(received, sent, "events received after SIGINT (%s)" % line)
 
 
-def main(tp, node):
-    all_events_arrive(tp)
-    sigint_ends_both_with_a_summary(tp)
-
-
-run(main)
+run_tests([all_events_arrive, sigint_ends_both_with_a_summary], limit=150,
+          binaries=("broker-throughput", "broker-node"))

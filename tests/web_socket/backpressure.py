@@ -9,7 +9,7 @@ Three clients on one node with broker.web-socket-buffer-size=64:
   client, so only the slow client can fall behind.
 
 Expected:
-- disconnect (default): the core drops the slow client (broker_disconnects_total 1); when it
+- disconnect (default): the core drops the slow client (broker_handler_disconnects_total 1); when it
   reads, it finds some data, then exactly the backpressure_overflow error frame, then close
   1000;
 - drop_oldest: the slow client stays; it gets an ordered subset ending with the newest 64
@@ -24,11 +24,14 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import CLOSE, TEXT, RawClient, close_code  # noqa: E402
-from wsnode import (Node, TestFailure, check, check_eq, error_frame, poll_metric,  # noqa: E402
-                    recv, run, scrape, subscribe)
+from brokertest.checks import TestFailure, check, check_eq, run_tests  # noqa: E402
+from brokertest.net import scrape_metrics  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import CLOSE, TEXT, RawClient, close_code  # noqa: E402
+from brokertest.wsclient import error_frame, poll_metric, subscribe  # noqa: E402
 
 BUFFER = 64
 FLOOD = 5000
@@ -112,7 +115,8 @@ async def scenario(binary, policy):
     args = ["--broker.web-socket-buffer-size=%d" % BUFFER]
     if policy:
         args.append("--broker.web-socket-overflow-policy=" + policy)
-    with Node(binary, args, name="node (%s)" % (policy or "default"), metrics=True) as node:
+    with Node(binary, args, "node (%s)" % (policy or "default"), web_socket=True,
+              metrics=True) as node:
         port, mport = node.ws_port, node.metrics_port
         slow = slow_client(port)
         try:
@@ -123,9 +127,9 @@ async def scenario(binary, policy):
             await fast.wait_for(FLOOD)
             check_eq(fast.seqs, list(range(FLOOD)), "the fast client's messages (%s)" % policy)
             if policy in (None, "disconnect"):
-                await poll_metric(mport, 'broker_disconnects_total{kind="web_socket"}',
+                await poll_metric(mport, 'broker_handler_disconnects_total{kind="web_socket"}',
                                   lambda v: v == 1, what="the slow client's disconnect")
-                await poll_metric(mport, 'broker_connections{kind="web_socket"}',
+                await poll_metric(mport, 'broker_connections{type="web-socket"}',
                                   lambda v: v == 2, what="two clients left after it")
                 seqs = []
                 while True:
@@ -163,10 +167,10 @@ async def scenario(binary, policy):
                 # Still connected and subscribed.
                 await flood(pub, fast, FLOOD, 1)
                 check_eq(seq_of(slow.recv_text()), FLOOD, "the next message after the flood")
-                m = scrape(mport)
-                check_eq(m['broker_disconnects_total{kind="web_socket"}'], 0,
+                m = scrape_metrics(mport)
+                check_eq(m['broker_handler_disconnects_total{kind="web_socket"}'], 0,
                          "disconnects under " + policy)
-                check_eq(m['broker_dropped_messages_total{kind="web_socket",policy="%s"}'
+                check_eq(m['broker_handler_dropped_messages_total{kind="web_socket",policy="%s"}'
                            % policy], FLOOD - len(seqs), "messages counted as dropped")
                 print("%s: the slow client read %d of %d messages"
                       % (policy, len(seqs), FLOOD))
@@ -182,4 +186,4 @@ async def main(binary):
         await scenario(binary, policy)
 
 
-run(main, limit=120)
+run_tests([main], limit=120)

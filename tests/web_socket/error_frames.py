@@ -13,11 +13,13 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from wsnode import (Node, check_eq, data_message, error_frame, expect_silence,  # noqa: E402
-                    recv, run, subscribe)
-
+from brokertest.checks import check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.wsclient import (data_message, error_frame, expect_silence, recv,  # noqa: E402
+                                 subscribe)
 
 def msg(data_type, data, topic="/t"):
     return '{"type":"data-message","topic":"%s","@data-type":"%s","data":%s}' % (
@@ -81,7 +83,7 @@ ROWS = [
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         port = node.ws_port
         receiver, _ = await subscribe(port, ["/t"])
         sender, _ = await subscribe(port, [])
@@ -115,4 +117,4 @@ async def main(binary):
             await c.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -14,11 +14,13 @@ import sys
 
 import websockets
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import CONT, PING, PONG, TEXT, RawClient  # noqa: E402
-from wsnode import (Node, check, check_eq, data_message, expect_close, recv, run,  # noqa: E402
-                    subscribe)
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import CONT, PING, PONG, TEXT, RawClient  # noqa: E402
+from brokertest.wsclient import data_message, expect_close, recv, subscribe  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -76,7 +78,7 @@ def raw_fragments(port):
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         port = node.ws_port
         receiver, _ = await subscribe(port, ["/test"])
         sender, _ = await subscribe(port, [])
@@ -117,4 +119,4 @@ async def main(binary):
         await receiver.close()
 
 
-run(main, limit=90)
+run_tests([main], limit=90)

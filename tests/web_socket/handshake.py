@@ -10,17 +10,19 @@
 - anything published after a client saw its ack reaches it.
 """
 
-import asyncio
 import json
 import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import RawClient  # noqa: E402
-from wsnode import (Node, check, check_eq, connect, data_message, expect_silence,  # noqa: E402
-                    recv, recv_data, run, subscribe)
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import RawClient  # noqa: E402
+from brokertest.wsclient import (connect, data_message, expect_silence, recv,  # noqa: E402
+                                 recv_data, subscribe)
 
 ACK = re.compile(r'^\{"type":"ack","endpoint":"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-'
                  r'[0-9a-f]{4}-[0-9a-f]{12})","version":"([^"\\]+)"\}$')
@@ -55,7 +57,7 @@ def raw_upgrades(port):
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         port = node.ws_port
         raw_upgrades(port)
 
@@ -110,4 +112,4 @@ async def main(binary):
             await c.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -14,12 +14,14 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import (CLOSE, PING, PONG, RawClient, close_code, http_exchange,  # noqa: E402
-                   parse_http_response, upgrade_request)
-from wsnode import (Node, check, check_eq, connect, error_frame, expect_close,  # noqa: E402
-                    recv, run, subscribe)
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import (CLOSE, PING, PONG, RawClient, close_code,  # noqa: E402
+                              http_exchange, parse_http_response, upgrade_request)
+from brokertest.wsclient import connect, error_frame, expect_close, recv, subscribe  # noqa: E402
 
 NO_FILTER = error_frame("first message must contain a filter")
 BAD_FIRST_MESSAGES = ['{"a":1}', "[1]", '["/a", 2]', "null", '"/a"', "nope", "", "[", "[]]"]
@@ -80,7 +82,7 @@ def ping_and_close_echo(port):
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         port = node.ws_port
         for text in BAD_FIRST_MESSAGES:
             ws = await connect(port)
@@ -105,4 +107,4 @@ async def main(binary):
         ping_and_close_echo(port)
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

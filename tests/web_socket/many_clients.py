@@ -13,15 +13,18 @@ import resource
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from wsnode import (Node, check_eq, data_message, poll_metric, recv, run,  # noqa: E402
-                    scrape, subscribe)
+from brokertest.checks import Skip, check_eq, run_tests  # noqa: E402
+from brokertest.net import scrape_metrics  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.wsclient import data_message, poll_metric, recv, subscribe  # noqa: E402
 
 CLIENTS = 1000
 IN_FLIGHT = 100
 FDS_NEEDED = 2 * CLIENTS + 200  # our sockets plus the node's, which inherits the limit
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 
 
 def raise_fd_limit():
@@ -29,13 +32,13 @@ def raise_fd_limit():
     if soft >= FDS_NEEDED:
         return
     if hard != resource.RLIM_INFINITY and hard < FDS_NEEDED:
-        print("SKIP: the hard file-descriptor limit is %d, need %d" % (hard, FDS_NEEDED))
-        sys.exit(77)
+        raise Skip("the hard file-descriptor limit is %d, need %d" % (hard, FDS_NEEDED))
     resource.setrlimit(resource.RLIMIT_NOFILE, (FDS_NEEDED, hard))
 
 
 async def main(binary):
-    with Node(binary, metrics=True) as node:
+    raise_fd_limit()
+    with Node(binary, web_socket=True, metrics=True) as node:
         port = node.ws_port
         gate = asyncio.Semaphore(IN_FLIGHT)
 
@@ -48,7 +51,7 @@ async def main(binary):
         clients = await asyncio.gather(*(join(i) for i in range(CLIENTS)))
         print("%d clients connected in %.1f s" % (CLIENTS, time.monotonic() - start))
         pub, _ = await subscribe(port, [])
-        check_eq(scrape(node.metrics_port)[CONNECTIONS], CLIENTS + 1,
+        check_eq(scrape_metrics(node.metrics_port)[CONNECTIONS], CLIENTS + 1,
                  CONNECTIONS + " with every client connected")
 
         # A second broadcast must be each client's next frame: the first came exactly once.
@@ -70,5 +73,4 @@ async def main(binary):
                           what="every client to be gone")
 
 
-raise_fd_limit()
-run(main, limit=90)
+run_tests([main], limit=90)

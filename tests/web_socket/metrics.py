@@ -1,55 +1,50 @@
 """ws.metrics: the Prometheus endpoint counts WebSocket clients and traffic (DESIGN §9).
 
 With BROKER_METRICS_PORT set, GET /metrics answers in Prometheus text format:
-- broker_connections{kind="web_socket"} equals the number of connected clients, and drops
+- broker_connections{type="web-socket"} equals the number of connected clients, and drops
   when one leaves;
 - broker_processed_messages_total{type="data"} grows while a client publishes, scrape after
   scrape;
-- broker_delivered_messages_total{kind="web_socket"} grows by exactly one per message and
+- broker_handler_delivered_messages_total{kind="web_socket"} grows by exactly one per message and
   subscribed client;
 - other paths get 404 and other methods 405.
 """
 
 import asyncio
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import http_exchange, parse_http_response  # noqa: E402
-from wsnode import (Node, check, check_eq, poll_metric, recv, run, scrape,  # noqa: E402
-                    subscribe)
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.net import scrape_metrics  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import http_exchange, parse_http_response  # noqa: E402
+from brokertest.wsclient import (count_message, in_thread, poll_metric, recv,  # noqa: E402
+                                 subscribe)
 
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 PROCESSED = 'broker_processed_messages_total{type="data"}'
-DELIVERED = 'broker_delivered_messages_total{kind="web_socket"}'
-
-
-def count_msg(n):
-    return json.dumps({"type": "data-message", "topic": "/m/x", "@data-type": "count", "data": n})
-
-
-async def scrape_async(port):
-    return await asyncio.get_running_loop().run_in_executor(None, scrape, port)
+DELIVERED = 'broker_handler_delivered_messages_total{kind="web_socket"}'
 
 
 async def main(binary):
-    with Node(binary, metrics=True) as node:
+    with Node(binary, web_socket=True, metrics=True) as node:
         port, mport = node.ws_port, node.metrics_port
-        check_eq(scrape(mport)[CONNECTIONS], 0, CONNECTIONS + " before any client")
+        check_eq(scrape_metrics(mport)[CONNECTIONS], 0, CONNECTIONS + " before any client")
         subs = [(await subscribe(port, ["/m"]))[0] for _ in range(2)]
         pub, _ = await subscribe(port, [])
-        before = scrape(mport)
+        before = scrape_metrics(mport)
         check_eq(before[CONNECTIONS], 3, CONNECTIONS + " with three clients")
 
         # Exact accounting for a burst of 100 messages to two subscribers.
         for n in range(100):
-            await pub.send(count_msg(n))
+            await pub.send(count_message("/m/x", n))
         for s in subs:
             for n in range(100):
                 await recv(s, what="message %d" % n)
-        after = scrape(mport)
+        after = scrape_metrics(mport)
         check_eq(after[DELIVERED] - before[DELIVERED], 200,
                  DELIVERED + " growth for 100 messages to 2 clients")
         check(after[PROCESSED] - before[PROCESSED] >= 100,
@@ -61,7 +56,7 @@ async def main(binary):
         async def publish():
             n = 0
             while not stop.is_set():
-                await pub.send(count_msg(n))
+                await pub.send(count_message("/m/x", n))
                 n += 1
                 if n % 20 == 0:
                     await asyncio.sleep(0.01)
@@ -79,7 +74,7 @@ async def main(binary):
         try:
             for _ in range(5):
                 await asyncio.sleep(0.2)
-                m = await scrape_async(mport)
+                m = await in_thread(scrape_metrics, mport)
                 check_eq(m[CONNECTIONS], 3, CONNECTIONS + " during traffic")
                 seen.append(m[PROCESSED])
         finally:
@@ -103,4 +98,4 @@ async def main(binary):
                           what="the gauge to reach 0 after every client left")
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -10,21 +10,20 @@ messages (so the node has routed them), a sentinel from the other side must be t
 next frame the publisher sees.
 """
 
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from wsnode import Node, check_eq, data_message, recv, run, subscribe  # noqa: E402
-
-
-def count_msg(topic, n):
-    return json.dumps({"type": "data-message", "topic": topic, "@data-type": "count", "data": n})
+from brokertest.checks import check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.wsclient import (check_delivery, check_run, count_message,  # noqa: E402
+                                 data_message, recv, subscribe)
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         port = node.ws_port
         a, _ = await subscribe(port, ["/test"])
         b, _ = await subscribe(port, ["/test"])
@@ -32,31 +31,23 @@ async def main(binary):
         sent = [("/test", 1), ("/testing/x", 2), ("/test/x", 3), ("/tes", 4), ("/Test", 5),
                 ("/testing", 6), ("", 7), ("/other/test", 8)]
         for topic, n in sent:
-            await a.send(count_msg(topic, n))
+            await a.send(count_message(topic, n))
         expected = [data_message(t, "count", n) for t, n in sent
                     if t.startswith("/test")]
         got = [await recv(b, what="message %d at b" % i) for i in range(len(expected))]
         check_eq(got, expected, "what b (subscribed to /test) received from a")
 
-        await b.send(count_msg("/test/sentinel", 99))
-        check_eq(await recv(a, what="b's sentinel at a"),
-                 data_message("/test/sentinel", "count", 99),
-                 "the first frame a receives after publishing (its own messages must not "
-                 "come back)")
+        await check_delivery(b, a, "/test/sentinel", 99,
+                             "b's sentinel, the first frame a receives after publishing (its "
+                             "own messages must not come back)")
 
         # The same the other way round, with a long run to check the order.
-        for n in range(500):
-            await b.send(count_msg("/test/seq", n))
-        got = [await recv(a, what="message %d of b's run at a" % n) for n in range(500)]
-        check_eq(got, [data_message("/test/seq", "count", n) for n in range(500)],
-                 "b's 500 messages at a, in order")
-        await a.send(count_msg("/test/sentinel", 100))
-        check_eq(await recv(b, what="a's sentinel at b"),
-                 data_message("/test/sentinel", "count", 100),
-                 "the first frame b receives after its run of 500")
+        await check_run(b, a, "/test/seq", 500, "b's 500 messages at a")
+        await check_delivery(a, b, "/test/sentinel", 100,
+                             "a's sentinel, the first frame b receives after its run of 500")
 
         await a.close()
         await b.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -14,23 +14,22 @@ their WebSocket clients' prefixes to each other (our §7.3 improvement).
 """
 
 import asyncio
-import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
+from brokertest.checks import TestFailure, check_eq, run_tests  # noqa: E402
+from brokertest.net import scrape_metrics  # noqa: E402
+from brokertest.nodes import Node, peer_uri  # noqa: E402
+from brokertest.wsclient import (check_delivery, check_run, count_message,  # noqa: E402
+                                 data_message, in_thread, poll_metric, recv, subscribe)
 from spec_vectors import ALL_TYPES_FRAME, ALL_TYPES_INPUT  # noqa: E402
-from wsnode import (Node, TestFailure, check_eq, data_message, recv, run,  # noqa: E402
-                    poll_metric, scrape, subscribe)
 
 PROPAGATION_TIMEOUT = 10.0
-TO_PEERS = 'broker_delivered_messages_total{kind="peer"}'
-CONNECTIONS = 'broker_connections{kind="web_socket"}'
-
-
-def count_msg(topic, n):
-    return json.dumps({"type": "data-message", "topic": topic, "@data-type": "count", "data": n})
+TO_PEERS = 'broker_handler_delivered_messages_total{kind="peer"}'
+CONNECTIONS = 'broker_connections{type="web-socket"}'
 
 
 async def until_routed(sender, receiver, prefix):
@@ -40,7 +39,7 @@ async def until_routed(sender, receiver, prefix):
     deadline = loop.time() + PROPAGATION_TIMEOUT
     n = 0
     while True:
-        await sender.send(count_msg(prefix + "/probe", n))
+        await sender.send(count_message(prefix + "/probe", n))
         n += 1
         try:
             await asyncio.wait_for(receiver.recv(), 0.1)
@@ -49,7 +48,7 @@ async def until_routed(sender, receiver, prefix):
             if loop.time() > deadline:
                 raise TestFailure("%s never reached the other node's client within %.0f s"
                                   % (prefix, PROPAGATION_TIMEOUT))
-    await sender.send(count_msg(prefix + "/probe-end", 0))
+    await sender.send(count_message(prefix + "/probe-end", 0))
     while (await recv(receiver, what="the end of the probes")) != data_message(
             prefix + "/probe-end", "count", 0):
         pass
@@ -63,7 +62,7 @@ async def withdrawn_after_close(a, b, on_a, pub_b):
     sentinel) if B no longer forwards /x to A, and by 2 if it still does."""
     z, _ = await subscribe(a.ws_port, ["/z"])
     await until_routed(pub_b, z, "/z")
-    clients = scrape(a.metrics_port)[CONNECTIONS]
+    clients = scrape_metrics(a.metrics_port)[CONNECTIONS]
     await on_a.close()
     await poll_metric(a.metrics_port, CONNECTIONS, lambda v: v == clients - 1,
                       what="A to remove its /x client")
@@ -71,12 +70,12 @@ async def withdrawn_after_close(a, b, on_a, pub_b):
     deadline = loop.time() + PROPAGATION_TIMEOUT
     n = 0
     while True:
-        before = (await loop.run_in_executor(None, scrape, b.metrics_port))[TO_PEERS]
-        await pub_b.send(count_msg("/x/probe", n))
-        await pub_b.send(count_msg("/z/sentinel", n))
+        before = (await in_thread(scrape_metrics, b.metrics_port))[TO_PEERS]
+        await pub_b.send(count_message("/x/probe", n))
+        await pub_b.send(count_message("/z/sentinel", n))
         check_eq(await recv(z, what="sentinel %d" % n), data_message("/z/sentinel", "count", n),
                  "the sentinel at A's /z client")
-        after = (await loop.run_in_executor(None, scrape, b.metrics_port))[TO_PEERS]
+        after = (await in_thread(scrape_metrics, b.metrics_port))[TO_PEERS]
         if after - before == 1:
             break
         if loop.time() > deadline:
@@ -89,49 +88,37 @@ async def withdrawn_after_close(a, b, on_a, pub_b):
 
 
 async def main(binary):
-    with Node(binary, ["-v"], name="A", metrics=True) as a:
-        with Node(binary, ["-v", "--peers", "tcp://127.0.0.1:%d" % a.peer_port], name="B",
+    with Node(binary, ["-v"], "A", web_socket=True, metrics=True) as a:
+        with Node(binary, ["-v", "--peers", peer_uri(a.port)], "B", web_socket=True,
                   metrics=True) as b:
             for node in (a, b):
-                node.wait_out(lambda l: l.startswith("status peer_added"),
+                node.wait_for(lambda l: l.startswith("status peer_added"),
                               what="the peering between A and B")
             on_a, _ = await subscribe(a.ws_port, ["/x", "/test"])
             pub_b, _ = await subscribe(b.ws_port, [])
             await until_routed(pub_b, on_a, "/x")
 
-            await pub_b.send(count_msg("/x/1", 1))
-            check_eq(await recv(on_a, what="/x/1 from B at A"), data_message("/x/1", "count", 1),
-                     "what A's client received from B's client")
+            await check_delivery(pub_b, on_a, "/x/1", 1, "B's client's message at A's client")
             await pub_b.send(ALL_TYPES_INPUT)
             check_eq(await recv(on_a, what="the all-types message from B"), ALL_TYPES_FRAME,
                      "the §12.1 frame after crossing the peering")
-            for n in range(300):
-                await pub_b.send(count_msg("/x/seq", n))
-            got = [await recv(on_a, what="message %d of the run" % n) for n in range(300)]
-            check_eq(got, [data_message("/x/seq", "count", n) for n in range(300)],
-                     "a run of 300 messages across the peering, in order")
+            await check_run(pub_b, on_a, "/x/seq", 300, "a run of 300 messages across the peering")
 
             # The other direction, and no echo over the peering: A's client publishes on /x,
             # which B forwards to its own /x client but never back to A.
             on_b, _ = await subscribe(b.ws_port, ["/y", "/x"])
             pub_a, _ = await subscribe(a.ws_port, [])
             await until_routed(pub_a, on_b, "/y")
-            await pub_a.send(count_msg("/y/1", 2))
-            check_eq(await recv(on_b, what="/y/1 from A at B"), data_message("/y/1", "count", 2),
-                     "what B's client received from A's client")
+            await check_delivery(pub_a, on_b, "/y/1", 2, "A's client's message at B's client")
             await until_routed(on_a, on_b, "/x")
-            await on_a.send(count_msg("/x/from-a", 3))
-            check_eq(await recv(on_b, what="/x/from-a at B"),
-                     data_message("/x/from-a", "count", 3), "A's client's message at B")
-            await pub_b.send(count_msg("/x/sentinel", 4))
-            check_eq(await recv(on_a, what="B's sentinel at A"),
-                     data_message("/x/sentinel", "count", 4),
-                     "the next frame at A's client after its own message went to B "
-                     "(it must not come back)")
+            await check_delivery(on_a, on_b, "/x/from-a", 3, "A's client's message at B")
+            await check_delivery(pub_b, on_a, "/x/sentinel", 4,
+                                 "B's sentinel, the next frame at A's client after its own "
+                                 "message went to B (it must not come back)")
 
             await withdrawn_after_close(a, b, on_a, pub_b)
             for c in (pub_b, on_b, pub_a):
                 await c.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -14,11 +14,14 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
+from brokertest.checks import TestFailure, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.wsclient import (data_message, expect_silence, recv, recv_data,  # noqa: E402
+                                 subscribe)
 from spec_vectors import ALL_TYPES_FRAME, ALL_TYPES_INPUT, ZEEK_EVENT  # noqa: E402
-from wsnode import (Node, TestFailure, check_eq, data_message, expect_silence,  # noqa: E402
-                    recv, recv_data, run, subscribe)
 
 def v(data_type, data):
     return '{"@data-type":"%s","data":%s}' % (data_type, data)
@@ -119,7 +122,7 @@ async def value_round_trips(sender, receiver):
 
 async def main(binary):
     # The node's own subscriber (-t /test -v) prints what it receives from the clients.
-    with Node(binary, ["-t", "/test", "-v"]) as node:
+    with Node(binary, ["-t", "/test", "-v"], web_socket=True) as node:
         port = node.ws_port
         receiver, _ = await subscribe(port, ["/test"])
         sender, _ = await subscribe(port, [])
@@ -127,7 +130,7 @@ async def main(binary):
         await sender.send(ALL_TYPES_INPUT)
         check_eq(await recv(receiver, what="the §12.1 message"), ALL_TYPES_FRAME,
                  "the §12.1 all-types frame")
-        node.wait_out(lambda l: l.startswith("received /test (-9223372036854775808, "),
+        node.wait_for(lambda l: l.startswith("received /test (-9223372036854775808, "),
                       what="the node's local subscriber printing the §12.1 message")
 
         # §12.3: ten counts sent with json.dumps spacing arrive as the baseline's raw frames.
@@ -171,4 +174,4 @@ async def main(binary):
             await c.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -6,18 +6,21 @@ the node gets SIGTERM. Each receives a close frame with 1000; the library client
 close handshake normally; the node exits with status 0.
 """
 
-import asyncio
 import os
+import signal
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import CLOSE, RawClient, close_code  # noqa: E402
-from wsnode import Node, check, check_eq, expect_close, run, subscribe  # noqa: E402
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import CLOSE, RawClient, close_code  # noqa: E402
+from brokertest.wsclient import expect_close, in_thread, subscribe  # noqa: E402
 
 
 async def main(binary):
-    with Node(binary, args=["-t", "/t"]) as node:
+    with Node(binary, ["-t", "/t"], web_socket=True) as node:
         sub, _ = await subscribe(node.ws_port, ["/t"])
         pub, _ = await subscribe(node.ws_port, [])
         raw = RawClient(node.ws_port)
@@ -25,20 +28,19 @@ async def main(binary):
             raw.send_text('["/t"]')
             check(raw.recv_text().startswith('{"type":"ack"'), "no ack for the raw client")
 
-            node.proc.terminate()  # SIGTERM
+            node.send_signal(signal.SIGTERM)
             await expect_close(sub, 1000, what="the subscribed client")
             await expect_close(pub, 1000, what="the publish-only client")
             check(sub.close_rcvd is not None and sub.close_sent is not None,
                   "the subscribed client's close handshake did not complete")
 
-            loop = asyncio.get_running_loop()
-            opcode, payload = await loop.run_in_executor(None, raw.recv_message)
+            opcode, payload = await in_thread(raw.recv_message)
             check_eq(opcode, CLOSE, "the raw client's frame after SIGTERM")
             check_eq(close_code(payload)[0], 1000, "the raw client's close code")
         finally:
             raw.close()
-        status = await asyncio.get_running_loop().run_in_executor(None, node.terminate)
+        status = await in_thread(node.wait_exit)
         check_eq(status, 0, "the node's exit status after SIGTERM")
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

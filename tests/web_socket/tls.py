@@ -13,22 +13,19 @@ The node gets a certificate, a key encrypted with a passphrase and the CA
 import asyncio
 import json
 import os
+import signal
 import ssl
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
-from wsnode import (Node, TestFailure, check, check_eq, expect_close,  # noqa: E402
-                    recv, run, subscribe)
+from brokertest.checks import TestFailure, check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import NODE_TLS, Node, cert  # noqa: E402
+from brokertest.wsclient import expect_close, in_thread, recv, subscribe  # noqa: E402
 
-CERTS = os.path.join(HERE, "certs")
 TEN_COUNTS = ['{"type":"data-message","topic":"/test","@data-type":"count","data":%d}' % n
               for n in range(1, 11)]
-
-
-def cert(name):
-    return os.path.join(CERTS, name)
 
 
 def client_context(leaf=None):
@@ -58,9 +55,7 @@ async def expect_refused(port, what, **kwargs):
 
 
 async def main(binary):
-    tls = {"certificate": cert("server.pem"), "key": cert("server.enc.key"),
-           "passphrase": "12345", "cafile": cert("ca.pem")}
-    with Node(binary, tls=tls) as node:
+    with Node(binary, web_socket=True, tls=NODE_TLS) as node:
         check(node.url().startswith("wss://"), "the node's URL: %s" % node.url())
         ctx = client_context("client")
         recv_ws, _ = await subscribe(node.ws_port, ["/test"], ssl=ctx)
@@ -78,13 +73,13 @@ async def main(binary):
                              ssl=client_context("intruder"))
         await expect_refused(node.ws_port, "a plain ws:// client")
         for reason in ["peer did not return a certificate", "certificate verify failed"]:
-            node.wait_err(lambda l, r=reason: "TLS handshake with" in l and r in l,
+            node.wait_for(lambda l, r=reason: "TLS handshake with" in l and r in l, stderr=True,
                           what="the log line for a refused client (%s)" % reason)
 
-        node.proc.terminate()  # SIGTERM
+        node.send_signal(signal.SIGTERM)
         await expect_close(recv_ws, 1000, what="the wss:// client at shutdown")
-        status = await asyncio.get_running_loop().run_in_executor(None, node.terminate)
+        status = await in_thread(node.wait_exit)
         check_eq(status, 0, "the node's exit status after SIGTERM")
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

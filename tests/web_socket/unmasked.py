@@ -15,12 +15,14 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
 
-from rawws import (CLOSE, CONT, PING, PONG, TEXT, RawClient, close_code,  # noqa: E402
-                   encode_frame)
-from wsnode import Node, check, check_eq, recv_data, run, subscribe  # noqa: E402
-
+from brokertest.checks import check, check_eq, run_tests  # noqa: E402
+from brokertest.nodes import Node  # noqa: E402
+from brokertest.rawws import (CLOSE, CONT, PING, PONG, TEXT, RawClient,  # noqa: E402
+                              close_code, encode_frame)
+from brokertest.wsclient import recv_data, subscribe  # noqa: E402
 
 def publish(topic, text):
     return json.dumps({"type": "data-message", "topic": topic, "@data-type": "string",
@@ -33,7 +35,7 @@ def delivered(topic, text):
 
 
 async def main(binary):
-    with Node(binary) as node:
+    with Node(binary, web_socket=True) as node:
         sub, _ = await subscribe(node.ws_port, ["/u"])
 
         c = RawClient(node.ws_port)
@@ -86,4 +88,4 @@ async def main(binary):
         await sub.close()
 
 
-run(main, limit=60)
+run_tests([main], limit=60)

@@ -9,7 +9,9 @@
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server.hh"
+#include "broker/internal/web/snapshot.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/store/store_actor.hh"
 
@@ -30,6 +32,17 @@ public:
   const configuration& config() const noexcept { return cfg_; }
   const endpoint_id& id() const noexcept { return id_; }
 
+  /// What the metrics server asks the endpoint (node_probe.hh); set once at start.
+  std::shared_ptr<const node_probe> probe() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return probe_;
+  }
+
+  void set_probe(std::shared_ptr<const node_probe> x) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    probe_ = std::move(x);
+  }
+
   /// A fresh id for a handler or source (0 is the core itself).
   uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -48,6 +61,22 @@ public:
   std::shared_ptr<core_runtime> stop() {
     std::lock_guard<std::mutex> guard{mtx_};
     return std::move(rt_);
+  }
+
+  /// The I/O runtime that peerings and servers share (DESIGN §5), or nullptr after shutdown.
+  std::shared_ptr<io_runtime> io() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return io_;
+  }
+
+  void start_io(std::shared_ptr<io_runtime> io) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    io_ = std::move(io);
+  }
+
+  std::shared_ptr<io_runtime> stop_io() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(io_);
   }
 
   /// The network side, or nullptr after shutdown.
@@ -101,6 +130,12 @@ public:
     stores_.erase(std::remove(stores_.begin(), stores_.end(), fe), stores_.end());
   }
 
+  /// The stores attached right now.
+  std::vector<std::shared_ptr<store_frontend>> stores() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return stores_;
+  }
+
   std::vector<std::shared_ptr<store_frontend>> stop_stores() {
     std::lock_guard<std::mutex> guard{mtx_};
     return std::move(stores_);
@@ -112,9 +147,11 @@ private:
   std::atomic<uint64_t> next_id_{1};
   mutable std::mutex mtx_;
   std::shared_ptr<core_runtime> rt_;
+  std::shared_ptr<io_runtime> io_;
   std::shared_ptr<peer_manager> net_;
   std::vector<std::shared_ptr<http_server>> servers_;
   std::vector<std::shared_ptr<store_frontend>> stores_;
+  std::shared_ptr<const node_probe> probe_;
 };
 
 } // namespace broker::internal

@@ -4,6 +4,8 @@
 
 #include "broker/internal/codec/json.hh"
 
+#include <array>
+#include <cstring>
 #include <algorithm>
 #include <limits>
 
@@ -17,6 +19,15 @@ using namespace detail;
 
 /// Initial tape capacity per input byte (a typical message has one token per ~8 bytes).
 constexpr size_t bytes_per_token_estimate = 8;
+
+constexpr uint64_t low_bit_mask = 0x0101010101010101ull;
+constexpr uint64_t high_bit_mask = 0x8080808080808080ull;
+
+/// Non-zero if one of the eight bytes of `word` equals `byte` (SWAR).
+constexpr uint64_t has_byte(uint64_t word, uint8_t byte) noexcept {
+  auto x = word ^ (low_bit_mask * byte);
+  return (x - low_bit_mask) & ~x & high_bit_mask;
+}
 
 bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
@@ -213,6 +224,16 @@ private:
     uint8_t flags = 0;
     uint8_t high_bits = 0;
     for (;;) {
+      // Eight bytes at a time until a quote or backslash is near (most strings have none
+      // inside), then byte by byte.
+      while (pos_ + 8 <= in_.size()) {
+        uint64_t word;
+        std::memcpy(&word, in_.data() + pos_, 8);
+        if (has_byte(word, '"') | has_byte(word, '\\'))
+          break;
+        high_bits |= (word & high_bit_mask) != 0 ? 0x80 : 0;
+        pos_ += 8;
+      }
       while (!at_end() && in_[pos_] != '"' && in_[pos_] != '\\')
         high_bits |= static_cast<uint8_t>(in_[pos_++]);
       if (at_end()) {
@@ -343,7 +364,33 @@ private:
   size_t pos_ = 0;
   size_t max_depth_;
   std::vector<token>& tape_;
-  std::vector<frame> stack_;
+  /// The open containers: the first few inline, so that typical messages (a handful of
+  /// levels) tokenize without an allocation.
+  class frame_stack {
+  public:
+    bool empty() const noexcept { return size_ == 0; }
+    size_t size() const noexcept { return size_; }
+    frame& back() noexcept { return size_ <= inline_.size() ? inline_[size_ - 1] : heap_.back(); }
+    void push_back(frame f) {
+      if (size_ < inline_.size())
+        inline_[size_] = f;
+      else
+        heap_.push_back(f);
+      ++size_;
+    }
+    void pop_back() {
+      if (size_ > inline_.size())
+        heap_.pop_back();
+      --size_;
+    }
+
+  private:
+    std::array<frame, 16> inline_{};
+    std::vector<frame> heap_;
+    size_t size_ = 0;
+  };
+
+  frame_stack stack_;
   decode_result result_;
 };
 

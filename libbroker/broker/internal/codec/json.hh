@@ -202,4 +202,16 @@ decode_result tokenize(std::string_view input, size_t max_depth, std::vector<tok
 
 } // namespace detail
 
+/// Decodes client data messages one after another, like decode_data_message(), reusing its
+/// token tape: a WebSocket session keeps one, so that steady state allocates nothing per
+/// message beyond the decoded value itself. Owner: one session; not thread-safe.
+class decoder {
+public:
+  decode_result data_message(std::string_view text, std::string& topic, data& value,
+                             size_t max_depth = default_max_depth);
+
+private:
+  std::vector<detail::token> tape_;
+};
+
 } // namespace broker::internal::json

@@ -465,7 +465,14 @@ decode_result make_result(decode_status status) {
 
 decode_result decode_data_message(std::string_view text, std::string& topic, data& value,
                                   size_t max_depth) {
-  std::vector<token> tape;
+  decoder dec;
+  return dec.data_message(text, topic, value, max_depth);
+}
+
+decode_result decoder::data_message(std::string_view text, std::string& topic, data& value,
+                                    size_t max_depth) {
+  auto& tape = tape_;
+  tape.clear();
   auto result = tokenize(text, max_depth, tape);
   if (!result)
     return result;

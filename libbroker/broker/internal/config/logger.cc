@@ -3,30 +3,130 @@
 #include "broker/configuration.hh"
 #include "broker/time.hh"
 
-#include <atomic>
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <mutex>
-#include <string>
+
 #include <unistd.h>
 
 namespace broker::internal {
 
 namespace {
 
-constexpr std::string_view level_names[] = {"quiet", "error",  "warning",
-                                            "info",  "debug",  "trace"};
+constexpr std::string_view level_names[] = {"quiet", "error", "warning",
+                                            "info",  "debug", "trace"};
 
-std::atomic<log_level> console_level{log_level::info};
-std::atomic<log_level> file_level{log_level::quiet};
+/// One mutex for every logger: they all end on the same stderr.
+std::mutex& output_mutex() {
+  static std::mutex mtx;
+  return mtx;
+}
 
-using file_ptr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+void write_stderr(std::string_view line) {
+  std::lock_guard<std::mutex> guard{output_mutex()};
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fputc('\n', stderr);
+}
 
-// Guards the writes and the file handle.
-std::mutex output_mtx;
-file_ptr log_file{nullptr, &std::fclose};
+} // namespace
+
+std::string_view to_string(log_level x) noexcept {
+  auto i = static_cast<size_t>(x);
+  return i < std::size(level_names) ? level_names[i] : "unknown";
+}
+
+std::optional<log_level> parse_log_level(std::string_view name) noexcept {
+  for (size_t i = 0; i < std::size(level_names); ++i)
+    if (level_names[i] == name)
+      return static_cast<log_level>(i);
+  return std::nullopt;
+}
+
+std::optional<log_format> parse_log_format(std::string_view name) noexcept {
+  if (name == "text")
+    return log_format::text;
+  if (name == "json")
+    return log_format::json;
+  return std::nullopt;
+}
+
+std::string json_quote(std::string_view text) {
+  return nlohmann::json(std::string{text})
+    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+logger::logger(log_level level, log_format format, std::string endpoint)
+  : logger(level, format, std::move(endpoint), write_stderr) {
+}
+
+logger::logger(log_level level, log_format format, std::string endpoint, sink_fn sink)
+  : level_(level), format_(format), endpoint_(std::move(endpoint)), sink_(std::move(sink)) {
+}
+
+std::string logger::render(log_level x, std::string_view component,
+                           std::string_view message) const {
+  auto time = broker::to_string(now());
+  if (format_ == log_format::text) {
+    std::string line = time;
+    line += ' ';
+    line += to_string(x);
+    line += ' ';
+    line += component;
+    line += ": ";
+    line += message;
+    return line;
+  }
+  std::string line = "{\"time\":";
+  line += json_quote(time);
+  line += ",\"level\":";
+  line += json_quote(to_string(x));
+  line += ",\"component\":";
+  line += json_quote(component);
+  if (!endpoint_.empty()) {
+    line += ",\"endpoint\":";
+    line += json_quote(endpoint_);
+  }
+  line += ",\"message\":";
+  line += json_quote(message);
+  line += '}';
+  return line;
+}
+
+error logger::open_file(const std::string& path, log_level level) {
+  file_.reset();
+  file_level_.store(log_level::quiet, std::memory_order_relaxed);
+  if (path.empty() || level == log_level::quiet)
+    return {};
+  std::shared_ptr<std::FILE> file{std::fopen(path.c_str(), "a"), [](std::FILE* f) {
+                                    if (f)
+                                      std::fclose(f);
+                                  }};
+  if (!file.get())
+    return error{ec::cannot_open_file,
+                 "broker.log-file: cannot open \"" + path + "\": " + std::strerror(errno)};
+  file_ = std::move(file);
+  file_level_.store(level, std::memory_order_relaxed);
+  return {};
+}
+
+void logger::write(log_level x, std::string_view component, std::string_view message) const {
+  if (!enabled(x))
+    return;
+  auto line = render(x, component, message);
+  if (sink_ && x <= level_.load(std::memory_order_relaxed))
+    sink_(line);
+  if (file_ && x <= file_level_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> guard{output_mutex()};
+    std::fwrite(line.data(), 1, line.size(), file_.get());
+    std::fputc('\n', file_.get());
+    std::fflush(file_.get());
+  }
+}
+
+namespace {
 
 void replace_all(std::string& text, std::string_view what, const std::string& with) {
   for (auto pos = text.find(what); pos != std::string::npos;
@@ -36,27 +136,10 @@ void replace_all(std::string& text, std::string_view what, const std::string& wi
 
 } // namespace
 
-void set_log_level(log_level level) noexcept {
-  console_level.store(level, std::memory_order_relaxed);
-}
-
-log_level parse_log_level(std::string_view name) noexcept {
-  for (size_t i = 0; i < std::size(level_names); ++i)
-    if (level_names[i] == name)
-      return static_cast<log_level>(i);
-  return log_level::info;
-}
-
-bool log_enabled(log_level level) noexcept {
-  return level != log_level::quiet
-         && (level <= console_level.load(std::memory_order_relaxed)
-             || level <= file_level.load(std::memory_order_relaxed));
-}
-
 std::string expand_log_path(std::string_view path, const endpoint_id& node) {
   std::string result{path};
   replace_all(result, "[PID]", std::to_string(::getpid()));
-  auto stamp = to_string(now()).substr(0, 19); // YYYY-MM-DDThh:mm:ss
+  auto stamp = broker::to_string(now()).substr(0, 19); // YYYY-MM-DDThh:mm:ss
   for (auto& c : stamp)
     if (c == ':')
       c = '-'; // No colons in file names.
@@ -65,49 +148,23 @@ std::string expand_log_path(std::string_view path, const endpoint_id& node) {
   return result;
 }
 
-error configure_logger(const configuration& cfg, const endpoint_id& node) {
-  set_log_level(parse_log_level(cfg.log_level()));
-  auto level = parse_log_level(cfg.log_file_level());
-  error err;
-  {
-    std::lock_guard<std::mutex> guard{output_mtx};
-    log_file.reset();
-    file_level.store(log_level::quiet, std::memory_order_relaxed);
-    if (cfg.log_file().empty() || level == log_level::quiet)
-      return {};
-    auto path = expand_log_path(cfg.log_file(), node);
-    file_ptr file{std::fopen(path.c_str(), "a"), &std::fclose};
-    if (file) {
-      log_file = std::move(file);
-      file_level.store(level, std::memory_order_relaxed);
-      return {};
-    }
-    err = error{ec::cannot_open_file,
-                "broker.log-file: cannot open \"" + path + "\": " + std::strerror(errno)};
-  }
-  // Callers that cannot act on the result (an endpoint starting up) still get it said.
-  log(log_level::error, "logger", err.message());
+error apply_log_file(logger& lg, const configuration& cfg, const endpoint_id& node) {
+  // The options table validated the level; quiet is only the unreachable fallback.
+  auto level = parse_log_level(cfg.log_file_level()).value_or(log_level::quiet);
+  auto path = cfg.log_file().empty() ? std::string{} : expand_log_path(cfg.log_file(), node);
+  auto err = lg.open_file(path, level);
+  if (err)
+    lg.write(log_level::error, "logger", err.message());
   return err;
 }
 
+logger& default_logger() noexcept {
+  static logger instance;
+  return instance;
+}
+
 void log(log_level level, std::string_view component, std::string_view message) {
-  if (!log_enabled(level))
-    return;
-  std::string line = to_string(now());
-  line += ' ';
-  line += level_names[static_cast<size_t>(level)];
-  line += ' ';
-  line += component;
-  line += ": ";
-  line += message;
-  line += '\n';
-  std::lock_guard<std::mutex> guard{output_mtx};
-  if (level <= console_level.load(std::memory_order_relaxed))
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  if (log_file && level <= file_level.load(std::memory_order_relaxed)) {
-    std::fwrite(line.data(), 1, line.size(), log_file.get());
-    std::fflush(log_file.get());
-  }
+  default_logger().write(level, component, message);
 }
 
 } // namespace broker::internal

@@ -1,13 +1,30 @@
 #pragma once
 
-// A minimal process-wide logger: one line per lifecycle event (listen, peer added/lost,
-// client connected/removed, overflow). Lines go to stderr and, when broker.log-file is
-// set, to that file, each with its own level. CAF's own logger is compiled out in Debian's
-// build, so this is the only log.
+// logger: one line per lifecycle event (listen, peer added/lost, client connected/removed,
+// overflow), never one per message. CAF's own logger is compiled out in Debian's build, so
+// this is the only log.
 //
-// Threads: log() may be called from any thread; one mutex serializes the writes. The
-// endpoint calls configure_logger() when it starts; the last endpoint to start wins.
+// Ownership: every endpoint owns one logger (its level, format and name), created from
+// broker.log-level / broker.log-format / broker.metrics.endpoint-name and shared with its
+// I/O runtime, peerings and servers; so two endpoints in one process log at their own
+// levels. Code that has no endpoint at hand writes through default_logger(), the
+// process-wide fallback.
+//
+// Threads: any thread may log; the level is an atomic, and the sink (stderr by default)
+// is called under one process-wide mutex so that lines never interleave.
+//
+// A logger may also append to a file (broker.log-file, Broker's caf.logger.file.path), with
+// its own level (broker.log-file-level); the file is set up before the logger is shared.
+//
+// Formats:
+//   text  <UTC time> <level> <component>: <message>
+//   json  {"time":"…","level":"…","component":"…","endpoint":"…","message":"…"}
 
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,28 +37,84 @@ class configuration;
 
 namespace broker::internal {
 
-/// Levels from least to most verbose; a threshold of `quiet` writes nothing.
+/// Levels from the least to the most verbose; `quiet` writes nothing. Broker's console
+/// verbosity names (BROKER_CONSOLE_VERBOSITY) are the same words.
 enum class log_level : unsigned char { quiet, error, warning, info, debug, trace };
 
-/// Sets the most verbose level that reaches stderr (default: info).
-void set_log_level(log_level level) noexcept;
+enum class log_format : unsigned char { text, json };
 
-/// Parses "quiet", "error", "warning", "info", "debug" or "trace"; unknown names give info.
-log_level parse_log_level(std::string_view name) noexcept;
+/// "quiet", "error", "warning", "info", "debug" or "trace".
+std::string_view to_string(log_level x) noexcept;
 
-/// True if messages of `level` reach stderr or the log file.
-bool log_enabled(log_level level) noexcept;
+/// Parses a level name (case-sensitive, as in the options table); nullopt if unknown.
+std::optional<log_level> parse_log_level(std::string_view name) noexcept;
 
-/// Applies broker.log-level, broker.log-file and broker.log-file-level. Errors
-/// (cannot_open_file) name broker.log-file and the expanded path; they are also logged to
-/// stderr, and stderr logging is set up either way.
-error configure_logger(const configuration& cfg, const endpoint_id& node);
+/// Parses "text" or "json"; nullopt if unknown.
+std::optional<log_format> parse_log_format(std::string_view name) noexcept;
+
+/// See the file comment.
+class logger {
+public:
+  /// Receives each finished line, without the trailing newline.
+  using sink_fn = std::function<void(std::string_view line)>;
+
+  /// A logger writing to stderr. `endpoint` names the endpoint in JSON lines.
+  explicit logger(log_level level = log_level::info, log_format format = log_format::text,
+                  std::string endpoint = {});
+
+  /// A logger writing to `sink` (tests).
+  logger(log_level level, log_format format, std::string endpoint, sink_fn sink);
+
+  /// True if lines of `x` are written; callers may skip building the message otherwise.
+  bool enabled(log_level x) const noexcept {
+    return x != log_level::quiet
+           && (x <= level_.load(std::memory_order_relaxed)
+               || x <= file_level_.load(std::memory_order_relaxed));
+  }
+
+  log_level level() const noexcept { return level_.load(std::memory_order_relaxed); }
+
+  void level(log_level x) noexcept { level_.store(x, std::memory_order_relaxed); }
+
+  log_format format() const noexcept { return format_; }
+
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+  /// Also appends lines up to `level` to the file at `path` (call before sharing the
+  /// logger). An error (cannot_open_file) names broker.log-file and the path.
+  error open_file(const std::string& path, log_level level);
+
+  /// Writes one line if `x` is enabled (see the file comment for the formats).
+  void write(log_level x, std::string_view component, std::string_view message) const;
+
+  /// The line write() would produce (no newline), for tests and for tools.
+  std::string render(log_level x, std::string_view component,
+                     std::string_view message) const;
+
+private:
+  std::atomic<log_level> level_;
+  log_format format_;
+  std::string endpoint_;
+  sink_fn sink_;
+  std::shared_ptr<std::FILE> file_;
+  std::atomic<log_level> file_level_{log_level::quiet};
+};
 
 /// A CAF-style log path with `[PID]`, `[TIMESTAMP]` (UTC, `YYYY-MM-DDThh-mm-ss`) and
 /// `[NODE]` (the endpoint id) replaced, as Broker's caf.logger.file.path allows.
 std::string expand_log_path(std::string_view path, const endpoint_id& node);
 
-/// Writes "<UTC time> <level> <component>: <message>" where `level` is enabled.
+/// Applies broker.log-file and broker.log-file-level to `lg` (see open_file); an error is
+/// also written to `lg`.
+error apply_log_file(logger& lg, const configuration& cfg, const endpoint_id& node);
+
+/// The process-wide logger for code without an endpoint (level info, text, stderr).
+logger& default_logger() noexcept;
+
+/// Writes through default_logger(). Code that belongs to an endpoint uses its logger.
 void log(log_level level, std::string_view component, std::string_view message);
+
+/// `text` as a JSON string literal, quotes included; invalid UTF-8 becomes U+FFFD.
+std::string json_quote(std::string_view text);
 
 } // namespace broker::internal

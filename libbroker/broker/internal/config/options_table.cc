@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "broker/internal/config/config_file.hh"
+#include "broker/internal/config/operations_options.hh"
 
 namespace broker::internal {
 
@@ -24,6 +25,8 @@ constexpr uint64_t max_port = 65535;
 constexpr uint64_t max_clients = 1'000'000;
 constexpr uint64_t min_message_size = 1024;
 constexpr uint64_t max_message_size = uint64_t{1} << 31; // Broker's frame limit.
+constexpr uint64_t max_subscriptions = 10'000'000;
+constexpr uint64_t max_input_bytes = uint64_t{1} << 40;
 constexpr uint64_t default_message_size = uint64_t{16} << 20; // websocket-v1.md §3.
 constexpr uint64_t max_timeout_ms = 3'600'000;
 
@@ -263,7 +266,7 @@ std::vector<option_info> make_options_table() {
                             "hops a message may travel before it is no longer forwarded"));
   add(bo::disable_ssl,
       bool_option("broker.disable-ssl", false,
-                  "use plain TCP for peerings and ws:// for WebSocket instead of TLS (no effect without broker.ssl.* settings)"));
+                  "use plain TCP for peerings and ws:// for WebSocket instead of TLS (without broker.ssl.* settings: anonymous ECDH, as Broker)"));
   add(bo::port, port_option("broker.port", "BROKER_PORT", 'p',
                             "TCP port that accepts peerings; 0: do not listen"));
   add(bo::io_threads, count_option("broker.io-threads", 1, 1, max_threads,
@@ -332,7 +335,26 @@ std::vector<option_info> make_options_table() {
   add(bo::log_file_level,
       choice_option("broker.log-file-level", "info", log_levels(),
                     "least severe level written to broker.log-file"));
+  // Budgets of one connection: exceeding the first three ends the connection with an error
+  // naming the option (counted as a limit disconnect); the last one is flow control.
+  add(bo::peer_max_subscriptions,
+      count_option("broker.peer-max-subscriptions", 100000, 1, max_subscriptions,
+                   "prefixes one peer may announce; more end the peering with an error"));
+  add(bo::web_socket_max_subscriptions,
+      count_option("broker.web-socket.max-subscriptions", 100000, 1, max_subscriptions,
+                   "prefixes one WebSocket client may subscribe to; more close it with an "
+                   "error frame"));
+  add(bo::max_pending_control_bytes,
+      count_option("broker.max-pending-control-bytes", 1024 * 1024, 1024, max_message_size,
+                   "bytes of control frames (pongs, error frames) waiting for one connection "
+                   "that does not read; more end it with an error"));
+  add(bo::max_input_bytes,
+      count_option("broker.max-input-bytes", 64 * 1024 * 1024, 64 * 1024, max_input_bytes,
+                   "bytes of one connection's input waiting for the core; beyond, the "
+                   "connection is not read (TCP back-pressure)"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
+  // Rows read by key, not by builtin_option (operations_options.hh).
+  append_operations_options(table);
   return table;
 }
 

@@ -55,6 +55,11 @@ enum class builtin_option : size_t {
   store_master_probe_timeout,
   log_file,
   log_file_level,
+  // Budgets of one connection (doc/configuration.md, "Budgets").
+  peer_max_subscriptions,
+  web_socket_max_subscriptions,
+  max_pending_control_bytes,
+  max_input_bytes,
   num_options,
 };
 

@@ -1,11 +1,11 @@
 #include "broker/internal/core/core.hh"
 
-#include "broker/internal/peering/wire.hh"
-
 #include "broker/error.hh"
 #include "broker/status.hh"
 
 #include <algorithm>
+#include <iterator>
+#include <set>
 
 namespace broker::internal {
 
@@ -36,9 +36,10 @@ void core_state::remove_handler(uint64_t id) {
     return;
   auto& h = *i->second;
   // Anything staged was flushed at the end of the last batch; settle() guarantees it.
-  index_.unsubscribe(&h, h.filter());
+  filter_type all{h.filter().begin(), h.filter().end()};
+  index_.unsubscribe(&h, all);
   if (h.kind() != handler_kind::peer) {
-    local_filter_remove(h.filter());
+    local_filter_remove(all);
     announce_needed_ = true; // Peers stop sending what nobody here wants any more.
   }
   h.close();
@@ -51,18 +52,21 @@ void core_state::remove_handler(uint64_t id) {
   settle();
 }
 
+// Subscription changes cost O(changed prefixes · log n) for a handler with n prefixes:
+// the handler's prefixes are a sorted set, and only the changed ones reach the index.
+
 void core_state::subscribe(uint64_t id, const filter_type& prefixes) {
   auto* h = find(id);
   if (h == nullptr || prefixes.empty())
     return;
-  index_.subscribe(h, prefixes);
   auto& f = h->filter();
   filter_type added;
   for (auto& p : prefixes)
-    if (std::find(f.begin(), f.end(), p) == f.end()) {
-      f.push_back(p);
+    if (f.insert(p).second)
       added.push_back(p);
-    }
+  if (added.empty())
+    return;
+  index_.subscribe(h, added);
   if (h->kind() != handler_kind::peer)
     local_filter_add(added);
   announce_needed_ = true;
@@ -72,17 +76,30 @@ void core_state::unsubscribe(uint64_t id, const filter_type& prefixes) {
   auto* h = find(id);
   if (h == nullptr || prefixes.empty())
     return;
-  index_.unsubscribe(h, prefixes);
   auto& f = h->filter();
   filter_type removed;
   for (auto& p : prefixes)
-    if (auto j = std::find(f.begin(), f.end(), p); j != f.end()) {
+    if (f.erase(p) > 0)
       removed.push_back(p);
-      f.erase(j);
-    }
+  if (removed.empty())
+    return;
+  index_.unsubscribe(h, removed);
   if (h->kind() != handler_kind::peer)
     local_filter_remove(removed);
   announce_needed_ = true;
+}
+
+void core_state::set_filter(handler& h, const filter_type& prefixes) {
+  // One merge of two sorted ranges finds what changed.
+  std::set<topic> wanted{prefixes.begin(), prefixes.end()};
+  filter_type added;
+  filter_type removed;
+  std::set_difference(wanted.begin(), wanted.end(), h.filter().begin(), h.filter().end(),
+                      std::back_inserter(added));
+  std::set_difference(h.filter().begin(), h.filter().end(), wanted.begin(), wanted.end(),
+                      std::back_inserter(removed));
+  unsubscribe(h.id(), removed);
+  subscribe(h.id(), added);
 }
 
 void core_state::local_filter_add(const filter_type& xs) {
@@ -110,7 +127,7 @@ filter_type core_state::filter() const {
 // -- peers ----------------------------------------------------------------------
 
 void core_state::add_peer(peer_attachment att) {
-  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.extension, att.queue);
+  auto h = std::make_unique<peer_handler>(att.id, att.remote, att.queue);
   h->announced() = std::move(att.handshake_filter);
   h->network() = network_info{att.address, att.port, 0};
   peers_[att.id] = h.get();
@@ -143,13 +160,12 @@ void core_state::update_peer_filter(uint64_t id, filter_type filter) {
   auto i = peers_.find(id);
   if (i == peers_.end())
     return;
-  auto old = i->second->filter();
-  unsubscribe(id, old);
-  subscribe(id, filter);
+  set_filter(*i->second, filter);
 }
 
 void core_state::add_client(client_attachment att) {
   auto h = std::make_unique<client_handler>(att.id, att.client, att.queue);
+  h->network() = network_info{att.address, att.port, 0};
   clients_[att.id] = h.get();
   add_handler(std::move(h), att.filter);
   add_source(att.inbox);
@@ -176,11 +192,8 @@ void core_state::remove_client(uint64_t id, peer_end why, std::string reason) {
 
 std::vector<std::pair<endpoint_id, filter_type>> core_state::peer_filters() const {
   std::vector<std::pair<endpoint_id, filter_type>> result;
-  for (auto& [id, h] : peers_) {
-    auto f = h->filter();
-    std::sort(f.begin(), f.end());
-    result.emplace_back(h->remote(), std::move(f));
-  }
+  for (auto& [id, h] : peers_)
+    result.emplace_back(h->remote(), filter_type{h->filter().begin(), h->filter().end()});
   std::sort(result.begin(), result.end());
   return result;
 }
@@ -196,7 +209,7 @@ filter_type core_state::announcement_for(uint64_t id) const {
           if (!p.is_reserved())
             result.push_back(p);
   minimize(result);
-  return wire::with_extension(std::move(result));
+  return result;
 }
 
 void core_state::announce() {
@@ -211,13 +224,17 @@ void core_state::announce() {
     on_filter_change_(announcement_for(0));
 }
 
-bool core_state::first_sighting(const route_info& route) {
+// Per origin, a node routes sequence numbers in increasing order only: a copy that arrives
+// after a newer message of its origin (it took a slower path, or the faster path dropped
+// it) is dropped and counted, so every subscriber sees each origin's messages in order
+// (DESIGN §4), and a gap shows up as a counted drop instead of a reordering.
+core_state::sighting core_state::first_sighting(const route_info& route) {
   constexpr uint64_t window = 4096; // Sequence numbers remembered per origin.
   constexpr uint64_t word_bits = 64;
   if (route.origin.is_nil())
-    return true; // A Broker peer: only TTL protects against loops.
+    return sighting::fresh; // A Broker peer: only TTL protects against loops.
   if (route.origin == opts_.id)
-    return false; // Our own message came back around a cycle.
+    return sighting::duplicate; // Our own message came back around a cycle.
   auto& w = seen_[route.origin];
   if (w.bits.empty())
     w.bits.resize(window / word_bits);
@@ -233,14 +250,17 @@ bool core_state::first_sighting(const route_info& route) {
       word &= ~mask;
     }
     w.highest = route.sequence;
-  } else if (w.highest - route.sequence >= window) {
-    return false; // Too old to tell: treat as a duplicate rather than risk a loop.
+    auto [word, mask] = bit(0);
+    word |= mask;
+    return sighting::fresh;
   }
+  if (w.highest - route.sequence >= window)
+    return sighting::stale; // Too old to tell; certainly behind a newer one.
   auto [word, mask] = bit(0);
   if (word & mask)
-    return false;
-  word |= mask;
-  return true;
+    return sighting::duplicate;
+  word |= mask; // A later copy of it is a duplicate.
+  return sighting::stale;
 }
 
 // -- sources --------------------------------------------------------------------
@@ -264,12 +284,8 @@ void core_state::remove_source(uint64_t id) {
 
 void core_state::on_wake(uint64_t id) {
   auto i = sources_.find(id);
-  if (i == sources_.end())
-    return;
-  if (i->second.parked) {
-    i->second.wake_pending = true;
-    return;
-  }
+  if (i == sources_.end() || i->second.parked)
+    return; // A parked source takes its inbox again when it resumes.
   process(id);
   settle();
 }
@@ -279,29 +295,72 @@ void core_state::on_room(uint64_t) {
   settle();
 }
 
+bool core_state::apply_events(uint64_t id, source_state& src) {
+  while (src.event_pos < src.events.size() && src.events[src.event_pos].first <= src.pos) {
+    auto& ev = src.events[src.event_pos].second;
+    ++src.event_pos;
+    switch (ev.what) {
+      case source_event::kind::filter:
+        update_peer_filter(id, std::move(ev.filter));
+        break;
+      case source_event::kind::error:
+        emit_error(ev.err);
+        break;
+      case source_event::kind::detach:
+        src.detached = std::move(ev);
+        return false;
+    }
+  }
+  return true;
+}
+
+void core_state::finish_detach(uint64_t id, source_event ev) {
+  if (ev.limit)
+    if (auto* h = find(id))
+      ++counters_.kinds[static_cast<size_t>(h->kind())].limit_disconnects;
+  if (peers_.count(id) != 0)
+    remove_peer(id, ev.why, std::move(ev.reason));
+  else if (clients_.count(id) != 0)
+    remove_client(id, ev.why, std::move(ev.reason));
+  else
+    remove_handler(id);
+}
+
 void core_state::process(uint64_t id) {
   auto i = sources_.find(id);
   if (i == sources_.end())
     return;
   auto& src = i->second;
-  for (;;) {
-    if (src.batch.empty() && src.inbox->take(src.batch) == 0)
-      break;
-    while (src.pos < src.batch.size()) {
+  for (size_t rounds = 0;; ++rounds) {
+    if (src.batch.empty() && src.events.empty()) {
+      if (rounds >= max_rounds_ && reschedule_) {
+        // Let other sources and messages in; the inbox still counts as scheduled, so
+        // nobody else would wake this source again.
+        reschedule_(id);
+        break;
+      }
+      if (src.inbox->take(src.batch, src.events) == 0)
+        break;
+    }
+    while (apply_events(id, src) && src.pos < src.batch.size()) {
       auto& msg = src.batch[src.pos];
       if (src.remote && src.pos >= src.checked) {
         src.checked = src.pos + 1; // Check each message once, also across a park.
-        if (!first_sighting(msg.impl().route())) {
-          ++counters_.duplicates;
+        auto seen = first_sighting(msg.impl().route());
+        if (seen != sighting::fresh) {
+          ++(seen == sighting::duplicate ? counters_.duplicates : counters_.out_of_order);
           ++src.pos;
           continue;
         }
       }
       if (!src.remote) {
-        // Route a run of same-topic, same-kind messages handler-major: one lookup, one room check
-        // and one reference-count add per message for the whole fan-out.
+        // Route a run of same-topic, same-kind messages handler-major: one lookup, one room
+        // check and one reference-count add per message for the whole fan-out. A run ends
+        // at the next event.
+        auto limit = src.event_pos < src.events.size() ? src.events[src.event_pos].first
+                                                       : src.batch.size();
         auto end = src.pos + 1;
-        while (end < src.batch.size() && src.batch[end].topic() == msg.topic()
+        while (end < limit && src.batch[end].topic() == msg.topic()
                && src.batch[end].kind() == msg.kind())
           ++end;
         if (end - src.pos > 1 && route_run(&msg, end - src.pos, src, id)) {
@@ -319,17 +378,25 @@ void core_state::process(uint64_t id) {
     }
     // Deliver before releasing credit, so a publisher never runs ahead of its sinks.
     flush_all();
-    src.inbox->release(src.pos - src.released);
-    src.released = src.pos;
+    auto done = src.pos + src.event_pos;
+    src.inbox->release(done - src.released);
+    src.released = done;
     if (src.parked)
       return;
     src.batch.clear();
+    src.events.clear();
     src.pos = 0;
+    src.event_pos = 0;
     src.released = 0;
     src.checked = 0;
-    if (!src.wake_pending && !src.removing)
+    if (src.detached)
       break;
-    src.wake_pending = false;
+  }
+  if (src.detached) {
+    auto ev = std::move(*src.detached);
+    sources_.erase(i);
+    finish_detach(id, std::move(ev));
+    return;
   }
   if (src.removing)
     sources_.erase(i);
@@ -353,6 +420,8 @@ bool core_state::route(const data_message& msg, const source_state* src,
                        uint64_t source_id, bool may_park) {
   bool remote = src != nullptr && src->remote;
   ++counters_.processed;
+  if (msg.kind() == message_kind::command)
+    ++counters_.processed_commands;
   const auto& targets = index_.lookup(msg.topic());
   if (targets.empty()) {
     ++counters_.unrouted;
@@ -395,6 +464,8 @@ bool core_state::route(const data_message& msg, const source_state* src,
       flush_all();
       if (!h->request_wakeup(1)) {
         --counters_.processed; // Counted again when the source resumes.
+        if (msg.kind() == message_kind::command)
+          --counters_.processed_commands;
         return false;
       }
     }
@@ -428,8 +499,10 @@ bool core_state::route(const data_message& msg, const source_state* src,
 bool core_state::route_run(const data_message* xs, size_t k, const source_state& src,
                            uint64_t source_id) {
   const auto& targets = index_.lookup(xs[0].topic());
+  auto commands = xs[0].kind() == message_kind::command ? k : 0; // A run has one kind.
   if (targets.empty()) {
     counters_.processed += k;
+    counters_.processed_commands += commands;
     counters_.unrouted += k;
     return true;
   }
@@ -440,6 +513,7 @@ bool core_state::route_run(const data_message* xs, size_t k, const source_state&
       return false; // The per-message path parks exactly at the first message that waits.
   }
   counters_.processed += k;
+  counters_.processed_commands += commands;
   run_routes_.clear();
   for (size_t i = 0; i < k; ++i)
     run_routes_.push_back(route_info{opts_.id, ++next_sequence_, 0, opts_.ttl});

@@ -1,25 +1,32 @@
 #pragma once
 
 // core_state: the routing logic of the core actor, free of CAF so it can be driven
-// step by step in unit tests. The CAF actor (core_actor.cc) only forwards messages here.
+// step by step in unit tests. The CAF actor (core_runtime.cc) only forwards messages here.
 //
 // Ownership: the core owns the topic index, the handler table and the source table.
 // Everything here runs on the core actor's thread; nothing is locked.
 //
-// Routing one batch from a source (process()):
-//   1. Take the inbox's pending messages (one lock).
-//   2. Per message: one index lookup (usually a cache hit), then for each matching handler
-//      except the source's own: if a `block` handler lacks room, flush what is staged and
-//      ask the handler for a wakeup; if it still lacks room, park the source at this
-//      message. Otherwise offer() every handler (staging, no locks).
-//   3. Flush every handler that staged something (one lock per handler per batch), apply
-//      the results to the counters, close disconnected handlers and report them as errors.
-//   4. Release the delivered messages' credit to the inbox, unblocking publishers.
-// A parked source resumes when a handler reports room (on_room()).
+// Routing the input of a source (process()), until its inbox is empty:
+//   1. Take the inbox's pending messages and events (one lock).
+//   2. In arrival order: apply each event (a peer's new filter, the end of a connection)
+//      where it stands between the messages. Per message: one index lookup (usually a cache
+//      hit), then for each matching handler except the source's own: if a `block` handler
+//      lacks room, flush what is staged and ask the handler for a wakeup; if it still lacks
+//      room, park the source at this message. Otherwise offer() every handler (staging, no
+//      locks).
+//   3. Flush every handler that staged something (one lock per handler per batch, and a
+//      connection is woken only if it was idle), apply the results to the counters, close
+//      disconnected handlers and report them as errors.
+//   4. Release the delivered items' credit to the inbox, unblocking publishers and readers.
+// A parked source resumes when a handler reports room (on_room()). A detached source is
+// removed after its last message: its handler, its status events, its announcement.
 
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
+#include "broker/internal/core/client_handler.hh"
 #include "broker/internal/core/handler.hh"
+#include "broker/internal/core/local_handler.hh"
+#include "broker/internal/core/peer_handler.hh"
 #include "broker/internal/core/source_inbox.hh"
 #include "broker/internal/core/topic_index.hh"
 #include "broker/metrics.hh"
@@ -30,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,8 +61,7 @@ struct core_options {
 struct peer_attachment {
   uint64_t id = 0;              ///< Handler and source id of this peering.
   endpoint_id remote;           ///< The peer's endpoint id.
-  filter_type filter;           ///< The peer's filter, without the extension marker.
-  bool extension = false;       ///< The peer advertised origin-v1.
+  filter_type filter;           ///< The peer's filter.
   std::string address;          ///< For status events.
   uint16_t port = 0;            ///< For status events.
   std::shared_ptr<send_queue> queue;
@@ -72,12 +79,6 @@ struct client_attachment {
   uint16_t port = 0;        ///< For status events.
   std::shared_ptr<send_queue> queue;
   std::shared_ptr<source_inbox> inbox;
-};
-
-/// Why a peering ended, for the status event.
-enum class peer_end : uint8_t {
-  removed, ///< We unpeered (or shut down, or the peer overflowed under `disconnect`).
-  lost,    ///< The connection failed or the peer closed it.
 };
 
 /// See the file comment.
@@ -139,14 +140,22 @@ public:
   /// The ids and filters of the attached peers.
   std::vector<std::pair<endpoint_id, filter_type>> peer_filters() const;
 
-  /// The filter we announce to peer `id` right now, with the extension marker. For an id
-  /// that is no peer (e.g. 0): what a new peer would get in the handshake.
+  /// The filter we announce to peer `id` right now. For an id that is no peer (e.g. 0):
+  /// what a new peer would get in the handshake.
   filter_type announcement_for(uint64_t id) const;
 
   /// Called with announcement_for(0) whenever the announcements may have changed, so the
   /// transport can hand a current filter to new handshakes.
   void on_filter_change(std::function<void(const filter_type&)> callback) {
     on_filter_change_ = std::move(callback);
+  }
+
+  /// Lets process() hand the core to others after `max_rounds` takes from one busy source;
+  /// `callback(id)` must make the core call on_wake(id) again later. Without a callback
+  /// (unit tests) a source is processed until its inbox is empty.
+  void on_reschedule(std::function<void(uint64_t)> callback, size_t max_rounds = 16) {
+    reschedule_ = std::move(callback);
+    max_rounds_ = max_rounds;
   }
 
   // -- events and introspection --------------------------------------------------
@@ -168,23 +177,34 @@ public:
 
   endpoint_metrics metrics() const;
 
+  /// Counts a connection of `kind` that was refused for exceeding a budget before it was
+  /// attached (its subscriptions in the handshake or first message).
+  void count_limit_disconnect(handler_kind kind) noexcept {
+    ++counters_.kinds[static_cast<size_t>(kind)].limit_disconnects;
+  }
+
   /// Closes every handler and source (consumers see the end, publishers unblock).
   void shutdown();
 
   const core_options& options() const noexcept { return opts_; }
 
 private:
+  /// Reads the tables for the status page and the metrics (core_status.cc).
+  friend struct core_status_reader;
+
   struct source_state {
     std::shared_ptr<source_inbox> inbox;
     bool remote = false; // A peering: apply forwarding rules and loop suppression.
     bool client = false; // A WebSocket client: not local for disable-forwarding.
     std::vector<data_message> batch;
-    size_t pos = 0;
-    size_t released = 0;
-    size_t checked = 0; // Messages [0, checked) passed loop suppression.
+    std::vector<positioned_event> events;
+    size_t pos = 0;       // Next message of `batch` to route.
+    size_t event_pos = 0; // Next event to apply.
+    size_t released = 0;  // Items (messages + events) whose credit went back.
+    size_t checked = 0;   // Messages [0, checked) passed loop suppression.
     bool parked = false;
-    bool wake_pending = false; // A wake arrived while parked.
-    bool removing = false;
+    bool removing = false; // remove_source(): deliver what is pending, then forget.
+    std::optional<source_event> detached; // The connection ended (applied after its data).
   };
 
   /// Sliding window of sequence numbers seen from one origin.
@@ -201,8 +221,18 @@ private:
            || (kind == message_kind::command && h.kind() == handler_kind::peer);
   }
 
+  /// What loop suppression makes of a message from a peer (see first_sighting()).
+  enum class sighting : uint8_t {
+    fresh,     ///< New: route it.
+    duplicate, ///< Seen before (another path, or our own message back): not a loss.
+    stale,     ///< Older than one of its origin already routed here: dropped for order.
+  };
+
   void process(uint64_t id);
-  bool first_sighting(const route_info& route);
+  bool apply_events(uint64_t id, source_state& src);
+  void finish_detach(uint64_t id, source_event ev);
+  void set_filter(handler& h, const filter_type& prefixes);
+  sighting first_sighting(const route_info& route);
   void local_filter_add(const filter_type& xs);
   void local_filter_remove(const filter_type& xs);
   void announce();
@@ -230,6 +260,8 @@ private:
   uint64_t next_sequence_ = 0;
   bool announce_needed_ = false;
   std::function<void(const filter_type&)> on_filter_change_;
+  std::function<void(uint64_t)> reschedule_;
+  size_t max_rounds_ = 16;
   bool resume_needed_ = false;
   bool settling_ = false;
   endpoint_metrics counters_;

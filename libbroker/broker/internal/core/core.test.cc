@@ -246,3 +246,71 @@ TEST_CASE("a removed source still delivers what it had pending", "[core]") {
   f.core.remove_source(pub_id);
   CHECK(drain(*q) == range(0, 4));
 }
+
+namespace {
+
+/// Attaches a peering whose input goes through `inbox` (one road) and returns its id.
+uint64_t attach_peer(core_state& core, uint64_t id, std::shared_ptr<source_inbox> inbox,
+                     filter_type filter) {
+  peer_attachment att;
+  att.id = id;
+  att.remote = endpoint_id::random();
+  att.filter = std::move(filter);
+  att.address = "127.0.0.1";
+  att.queue = std::make_shared<send_queue>(100, overflow_policy::disconnect);
+  att.inbox = std::move(inbox);
+  core.add_peer(std::move(att));
+  core.settle();
+  return id;
+}
+
+/// Texts of what `q` holds: "v" for a data value, the status code for a status event.
+std::vector<std::string> drain_texts(local_queue& q) {
+  std::vector<data_message> xs;
+  q.pop(xs, 1000);
+  std::vector<std::string> result;
+  for (auto& x : xs) {
+    if (x.topic() == topic::statuses)
+      result.push_back(to_string(get<broker::vector>(x.value()).at(1)));
+    else
+      result.push_back(to_string(x.value()));
+  }
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("a peering's end is applied after the messages it delivered", "[core]") {
+  fixture f;
+  auto q = f.add_sink(1, 100, overflow_policy::block, {"/t", topic{topic::statuses}});
+  auto inbox = std::make_shared<source_inbox>(7, 100);
+  attach_peer(f.core, 7, inbox, {});
+  drain_texts(*q); // endpoint_discovered, peer_added
+  input_batch in;
+  for (int i = 0; i < 3; ++i)
+    in.msgs.emplace_back("/t", data{i});
+  in.add_event(source_event::make_detach(peer_end::lost, "test"));
+  inbox->push_final(in);
+  f.core.on_wake(7);
+  CHECK(drain_texts(*q) == std::vector<std::string>{"0", "1", "2", "peer_lost",
+                                                    "endpoint_unreachable"});
+}
+
+TEST_CASE("a peer's routing update takes effect exactly where it stands in its input",
+          "[core]") {
+  fixture f;
+  auto inbox = std::make_shared<source_inbox>(7, 100);
+  attach_peer(f.core, 7, inbox, {"/old"});
+  auto before = f.core.metrics().processed;
+  input_batch in;
+  in.msgs.emplace_back("/t", data{1});
+  in.add_event(source_event::make_filter({"/new"}));
+  in.msgs.emplace_back("/t", data{2});
+  REQUIRE(inbox->try_push_some(in));
+  f.core.on_wake(7);
+  auto filters = f.core.peer_filters();
+  REQUIRE(filters.size() == 1);
+  CHECK(filters[0].second == filter_type{"/new"});
+  // The update sits between the two messages, which both went through.
+  CHECK(f.core.metrics().processed == before + 2);
+}

@@ -3,7 +3,7 @@
 // handler: one output sink in the core's index (DESIGN §4).
 //
 // Ownership: the core owns every handler; only the core thread calls these members. The
-// sink behind a handler (a local queue, later a socket's send queue) is shared with the
+// sink behind a handler (a local queue, or a connection's send queue) is shared with the
 // thread that drains it.
 //
 // Flow per batch of input messages:
@@ -13,8 +13,8 @@
 //   3. After the batch, flush() hands everything staged to the sink under one lock, where
 //      the drop policies apply, and reports what was accepted, dropped or disconnected.
 
-#include "broker/internal/core/local_queue.hh"
-#include "broker/internal/core/send_queue.hh"
+#include "broker/internal/core/bounded_queue.hh"
+#include "broker/message.hh"
 #include "broker/internal/core/topic_index.hh"
 #include "broker/metrics.hh"
 #include "broker/status.hh"
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace broker::internal {
@@ -45,8 +46,8 @@ public:
   overflow_policy policy() const noexcept { return policy_; }
   size_t capacity() const noexcept { return capacity_; }
 
-  /// The prefixes this handler is subscribed to (kept by the core).
-  filter_type& filter() noexcept { return filter_; }
+  /// The prefixes this handler is subscribed to (kept by the core), sorted.
+  std::set<topic>& filter() noexcept { return filter_; }
 
   /// Messages waiting in the sink, not counting staged ones.
   virtual size_t buffered() const noexcept = 0;
@@ -97,6 +98,8 @@ public:
   /// Moves the staged messages into the sink.
   push_result flush() {
     auto result = do_flush(staged_, staged_routes_);
+    delivered_ += result.accepted; // Per batch, for the status page and per-peer metrics.
+    dropped_ += result.dropped;
     staged_.clear();
     staged_routes_.clear();
     if (result.disconnected)
@@ -114,6 +117,13 @@ public:
   }
 
   bool closed() const noexcept { return closed_; }
+
+  /// Messages the sink accepted since the handler was added (drop_oldest: every offered
+  /// one; its evictions count as drops).
+  uint64_t delivered() const noexcept { return delivered_; }
+
+  /// Messages the sink's overflow policy dropped since the handler was added.
+  uint64_t dropped() const noexcept { return dropped_; }
 
 protected:
   /// Moves `xs` into the sink. `routes` is parallel to `xs` if wants_route() else empty.
@@ -138,123 +148,11 @@ private:
   bool closed_ = false;
   bool wants_route_ = false;
   uint8_t accepted_kinds_ = kind_bit(message_kind::data);
-  filter_type filter_;
+  uint64_t delivered_ = 0;
+  uint64_t dropped_ = 0;
+  std::set<topic> filter_;
   std::vector<data_message> staged_;
   std::vector<route_info> staged_routes_;
-};
-
-/// A handler whose sink is a local_queue (subscribers and hubs).
-class local_handler : public handler {
-public:
-  local_handler(uint64_t id, handler_kind kind, std::shared_ptr<local_queue> queue)
-    : handler(id, kind, queue->policy(), queue->capacity()), queue_(std::move(queue)) {}
-
-  size_t buffered() const noexcept override { return queue_->size(); }
-
-  const std::shared_ptr<local_queue>& queue() const noexcept { return queue_; }
-
-  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
-
-  void close() override {
-    handler::close();
-    queue_->close();
-  }
-
-protected:
-  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>&) override {
-    return queue_->push(xs);
-  }
-
-private:
-  std::shared_ptr<local_queue> queue_;
-};
-
-} // namespace broker::internal
-
-namespace broker::internal {
-
-/// A handler whose sink is the send queue of a peering connection.
-class peer_handler : public handler {
-public:
-  peer_handler(uint64_t id, endpoint_id remote, bool extension,
-               std::shared_ptr<send_queue> queue)
-    : handler(id, handler_kind::peer, queue->policy(), queue->capacity()),
-      remote_(remote),
-      extension_(extension),
-      queue_(std::move(queue)) {
-    wants_route(true);
-    accepted_kinds(kind_bit(message_kind::data) | kind_bit(message_kind::command));
-  }
-
-  /// The peer's endpoint id.
-  const endpoint_id& remote() const noexcept { return remote_; }
-
-  /// True if the peer speaks our origin-v1 extension.
-  bool extension() const noexcept { return extension_; }
-
-  size_t buffered() const noexcept override { return queue_->size(); }
-
-  /// Only store commands wait for a peer (core_state::must_wait).
-  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
-
-  void close() override {
-    handler::close();
-    queue_->close();
-  }
-
-  const std::shared_ptr<send_queue>& queue() const noexcept { return queue_; }
-
-  /// The filter we last announced to this peer (to send routing updates only on change).
-  filter_type& announced() noexcept { return announced_; }
-
-  /// Where the peer is, for status events.
-  network_info& network() noexcept { return network_; }
-
-protected:
-  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
-    return queue_->push(xs, routes);
-  }
-
-private:
-  endpoint_id remote_;
-  bool extension_;
-  std::shared_ptr<send_queue> queue_;
-  filter_type announced_;
-  network_info network_;
-};
-
-} // namespace broker::internal
-
-namespace broker::internal {
-
-/// A handler whose sink is the send queue of a WebSocket client.
-class client_handler : public handler {
-public:
-  client_handler(uint64_t id, endpoint_id client, std::shared_ptr<send_queue> queue)
-    : handler(id, handler_kind::web_socket, queue->policy(), queue->capacity()),
-      client_(client),
-      queue_(std::move(queue)) {}
-
-  /// The random id the node gave this client (status events name it).
-  const endpoint_id& client() const noexcept { return client_; }
-
-  size_t buffered() const noexcept override { return queue_->size(); }
-
-  bool request_wakeup(size_t) override { return true; } // Clients never use `block`.
-
-  void close() override {
-    handler::close();
-    queue_->close();
-  }
-
-protected:
-  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>& routes) override {
-    return queue_->push(xs, routes);
-  }
-
-private:
-  endpoint_id client_;
-  std::shared_ptr<send_queue> queue_;
 };
 
 } // namespace broker::internal

@@ -11,7 +11,7 @@ namespace broker::internal {
 local_queue::local_queue(size_t capacity, overflow_policy policy)
   : capacity_(capacity == 0 ? 1 : capacity),
     low_water_(capacity_ / 2),
-    policy_(policy) {
+    items_(capacity_, policy) {
   fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -42,53 +42,10 @@ push_result local_queue::push(std::vector<data_message>& xs) {
     return result;
   }
   bool was_empty = items_.empty();
-  auto room = capacity_ > items_.size() ? capacity_ - items_.size() : 0;
-  switch (policy_) {
-    case overflow_policy::block:
-      // The core checked for room before staging; appending all keeps the invariant.
-      items_.insert(items_.end(), std::make_move_iterator(xs.begin()),
-                    std::make_move_iterator(xs.end()));
-      result.accepted = xs.size();
-      break;
-    case overflow_policy::drop_newest: {
-      auto n = std::min(room, xs.size());
-      items_.insert(items_.end(), std::make_move_iterator(xs.begin()),
-                    std::make_move_iterator(xs.begin() + n));
-      result.accepted = n;
-      result.dropped = xs.size() - n;
-      break;
-    }
-    case overflow_policy::drop_oldest: {
-      // Only the newest `capacity_` of (queue + batch) survive.
-      auto first = xs.begin();
-      if (xs.size() > capacity_) {
-        result.dropped += xs.size() - capacity_;
-        first = xs.end() - capacity_;
-      }
-      auto incoming = static_cast<size_t>(xs.end() - first);
-      while (items_.size() + incoming > capacity_) {
-        items_.pop_front();
-        ++result.dropped;
-      }
-      items_.insert(items_.end(), std::make_move_iterator(first),
-                    std::make_move_iterator(xs.end()));
-      // Every offered message entered the queue; the evicted ones count as dropped.
-      result.accepted = xs.size();
-      break;
-    }
-    case overflow_policy::disconnect: {
-      auto n = std::min(room, xs.size());
-      items_.insert(items_.end(), std::make_move_iterator(xs.begin()),
-                    std::make_move_iterator(xs.begin() + n));
-      result.accepted = n;
-      if (n < xs.size()) {
-        result.dropped = xs.size() - n;
-        result.disconnected = true;
-        closed_.store(true, std::memory_order_release);
-      }
-      break;
-    }
-  }
+  // For `block` the core checked for room before staging; the buffer appends all.
+  result = items_.push(xs.data(), xs.size());
+  if (result.disconnected)
+    closed_.store(true, std::memory_order_release);
   xs.clear();
   size_.store(items_.size(), std::memory_order_release);
   if (was_empty && (!items_.empty() || result.disconnected))
@@ -125,12 +82,9 @@ size_t local_queue::pop(std::vector<data_message>& out, size_t max) {
   size_t n = 0;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    n = std::min(max, items_.size());
+    n = items_.pop(out, max);
     if (n == 0)
       return 0;
-    out.insert(out.end(), std::make_move_iterator(items_.begin()),
-               std::make_move_iterator(items_.begin() + n));
-    items_.erase(items_.begin(), items_.begin() + n);
     size_.store(items_.size(), std::memory_order_seq_cst);
     // Closed queues keep the descriptor readable so consumers notice the end.
     if (items_.empty() && !closed_.load(std::memory_order_relaxed))

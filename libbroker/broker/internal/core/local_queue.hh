@@ -16,25 +16,18 @@
 // fires the room callback exactly once. The core re-checks for room after requesting the
 // wakeup, so a pop that races with the request is never lost.
 
+#include "broker/internal/core/bounded_queue.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <vector>
 
 namespace broker::internal {
-
-/// What a push did with the offered messages.
-struct push_result {
-  size_t accepted = 0;
-  size_t dropped = 0;
-  bool disconnected = false;
-};
 
 /// Bounded single-consumer queue with an eventfd (see the file comment).
 class local_queue {
@@ -46,7 +39,7 @@ public:
   local_queue& operator=(const local_queue&) = delete;
 
   size_t capacity() const noexcept { return capacity_; }
-  overflow_policy policy() const noexcept { return policy_; }
+  overflow_policy policy() const noexcept { return items_.policy(); }
 
   /// Number of queued messages (exact under the lock, approximate outside).
   size_t size() const noexcept { return size_.load(std::memory_order_acquire); }
@@ -87,10 +80,9 @@ private:
 
   const size_t capacity_;
   const size_t low_water_;
-  const overflow_policy policy_;
   int fd_ = -1;
   mutable std::mutex mtx_;
-  std::deque<data_message> items_;
+  bounded_buffer<data_message> items_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};
   std::atomic<bool> wakeup_wanted_{false};

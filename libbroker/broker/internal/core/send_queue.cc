@@ -1,11 +1,9 @@
 #include "broker/internal/core/send_queue.hh"
 
-#include "broker/internal/core/local_queue.hh"
 
 namespace broker::internal {
 
-send_queue::send_queue(size_t capacity, overflow_policy policy)
-  : capacity_(capacity == 0 ? 1 : capacity), policy_(policy) {
+send_queue::send_queue(size_t capacity, overflow_policy policy) : items_(capacity, policy) {
 }
 
 void send_queue::on_ready(std::function<void()> callback) {
@@ -25,46 +23,19 @@ push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_in
   std::function<void()> cb;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (closed_) {
-      xs.clear();
-      routes.clear();
-      return result;
-    }
-    size_t first = 0;
-    size_t n = xs.size();
-    switch (policy_) {
-      case overflow_policy::drop_oldest:
-        if (n > capacity_) {
-          result.dropped += n - capacity_;
-          first = n - capacity_;
-        }
-        while (items_.size() + (n - first) > capacity_) {
-          items_.pop_front();
-          ++result.dropped;
-        }
-        result.accepted = n; // Evictions count as drops, as for local queues.
-        break;
-      case overflow_policy::drop_newest:
-      case overflow_policy::block: // Not allowed for peers; behave like drop_newest.
-      case overflow_policy::disconnect: {
-        auto room = capacity_ > items_.size() ? capacity_ - items_.size() : 0;
-        if (n > room) {
-          result.dropped = n - room;
-          n = room;
-          if (policy_ == overflow_policy::disconnect) {
-            result.disconnected = true;
-            overflowed_ = true;
-            closed_ = true;
-          }
-        }
-        result.accepted = n;
-        break;
+    if (!closed_) {
+      scratch_.clear();
+      for (size_t i = 0; i < xs.size(); ++i)
+        scratch_.push_back(send_item{std::move(xs[i]), i < routes.size() ? routes[i] : route_info{}});
+      result = items_.push(scratch_.data(), scratch_.size());
+      scratch_.clear();
+      if (result.disconnected) {
+        overflowed_ = true;
+        closed_ = true;
       }
+      size_.store(items_.size(), std::memory_order_relaxed);
+      notify_locked(cb);
     }
-    for (size_t i = first; i < n; ++i)
-      items_.push_back(send_item{std::move(xs[i]), i < routes.size() ? routes[i] : route_info{}});
-    size_.store(items_.size(), std::memory_order_relaxed);
-    notify_locked(cb);
   }
   xs.clear();
   routes.clear();
@@ -100,7 +71,7 @@ void send_queue::close() {
 
 bool send_queue::request_wakeup(size_t n) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (items_.size() + n <= capacity_ || closed_)
+  if (items_.size() + n <= items_.capacity() || closed_)
     return true;
   wakeup_ = true;
   return false;
@@ -111,23 +82,23 @@ void send_queue::on_room(std::function<void()> callback) {
   room_ = std::move(callback);
 }
 
-bool send_queue::take(std::vector<send_item>& out, std::optional<filter_type>& announcement) {
+bool send_queue::take(send_batch& out, std::optional<filter_type>& announcement) {
   std::function<void()> room;
   std::unique_lock<std::mutex> guard{mtx_};
   if (wakeup_) {
     wakeup_ = false;
     room = room_;
   }
-  scheduled_ = false;
-  out.insert(out.end(), std::make_move_iterator(items_.begin()),
-             std::make_move_iterator(items_.end()));
-  items_.clear();
+  auto n = items_.take_all(out);
   size_.store(0, std::memory_order_relaxed);
   if (announcement_) {
     announcement = std::move(announcement_);
     announcement_.reset();
   }
-  bool result = !closed_ || !out.empty() || announcement;
+  // Nothing found: the connection goes idle and the next push must wake it.
+  if (n == 0 && !announcement)
+    scheduled_ = false;
+  bool result = !closed_ || n > 0 || announcement;
   guard.unlock();
   if (room)
     room();

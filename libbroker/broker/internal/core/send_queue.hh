@@ -4,9 +4,10 @@
 // connection (consumer, on its Asio strand): a peering or a WebSocket client.
 //
 // Threads: the core pushes data and routing announcements; the connection's strand takes
-// everything at once and turns it into one gather-write. The ready callback (a post to the
-// strand) fires only when the queue goes from empty to non-empty, so a busy peering costs
-// one post per write cycle, not one per message.
+// everything at once and writes it with one gathered system call. The ready callback (a post
+// to the strand) fires only when the connection is idle: after a take() that found
+// something, the queue counts the connection as busy until a take() finds nothing, so a
+// busy connection gets no posts at all, and an idle one exactly one per burst.
 //
 // Policies: drop_oldest, drop_newest, disconnect (peers never block anybody, DESIGN §4).
 // The one exception: data-store commands from local stores wait for room (request_wakeup),
@@ -14,13 +15,13 @@
 // Routing announcements (peers only) are not data: they are never dropped, and only the newest one
 // matters, so a pending announcement is simply replaced.
 
+#include "broker/internal/core/bounded_queue.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
 #include "broker/topic.hh"
 
 #include <atomic>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -28,21 +29,22 @@
 
 namespace broker::internal {
 
-struct push_result; // Defined in local_queue.hh.
-
 /// One message to send, with what goes into its frame header.
 struct send_item {
   data_message msg;
   route_info route;
 };
 
+/// Messages taken from a send queue in one go.
+using send_batch = std::vector<send_item>;
+
 /// See the file comment.
 class send_queue {
 public:
   send_queue(size_t capacity, overflow_policy policy);
 
-  size_t capacity() const noexcept { return capacity_; }
-  overflow_policy policy() const noexcept { return policy_; }
+  size_t capacity() const noexcept { return items_.capacity(); }
+  overflow_policy policy() const noexcept { return items_.policy(); }
   size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 
   /// Sets the callback that schedules the connection to drain the queue.
@@ -72,17 +74,17 @@ public:
 
   // -- connection side ----------------------------------------------------------
 
-  /// Moves everything pending into `out` / `announcement`. Returns false once the queue is
-  /// closed and drained.
-  bool take(std::vector<send_item>& out, std::optional<filter_type>& announcement);
+  /// Moves everything pending into `out` / `announcement`. When there is nothing, the queue
+  /// counts the connection as idle again, so the next push fires the ready callback.
+  /// Returns false once the queue is closed and drained.
+  bool take(send_batch& out, std::optional<filter_type>& announcement);
 
 private:
   void notify_locked(std::function<void()>& cb); // Pre: mtx_ held.
 
-  const size_t capacity_;
-  const overflow_policy policy_;
   mutable std::mutex mtx_;
-  std::deque<send_item> items_;
+  bounded_buffer<send_item> items_;
+  send_batch scratch_; // Items being pushed, reused.
   std::optional<filter_type> announcement_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};

@@ -4,17 +4,39 @@
 
 namespace broker::internal {
 
+namespace {
+
+source_inbox::callback make_callback(std::function<void()> f) {
+  if (!f)
+    return nullptr;
+  return std::make_shared<const std::function<void()>>(std::move(f));
+}
+
+void fire(const source_inbox::callback& cb) {
+  if (cb)
+    (*cb)();
+}
+
+} // namespace
+
 source_inbox::source_inbox(uint64_t id, size_t capacity)
   : id_(id), capacity_(capacity == 0 ? 1 : capacity) {
 }
 
-void source_inbox::on_wake(std::function<void()> callback) {
+void source_inbox::on_wake(std::function<void()> f) {
+  auto cb = make_callback(std::move(f));
   std::lock_guard<std::mutex> guard{mtx_};
-  wake_ = std::move(callback);
+  wake_ = std::move(cb);
+}
+
+void source_inbox::on_release(std::function<void()> f) {
+  auto cb = make_callback(std::move(f));
+  std::lock_guard<std::mutex> guard{mtx_};
+  released_ = std::move(cb);
 }
 
 bool source_inbox::schedule_locked() {
-  if (scheduled_ || pending_.empty())
+  if (scheduled_ || (pending_.empty() && events_.empty()))
     return false;
   scheduled_ = true;
   return true;
@@ -27,10 +49,10 @@ bool source_inbox::push(std::vector<data_message>& xs, std::chrono::milliseconds
   size_t done = 0;
   bool ok = true;
   while (done < xs.size()) {
-    std::function<void()> wake;
+    callback wake;
     {
       std::unique_lock<std::mutex> guard{mtx_};
-      auto has_room = [this] { return closed_ || pending_.size() + in_flight_ < capacity_; };
+      auto has_room = [this] { return closed_ || room_locked() > 0; };
       if (timeout.count() < 0) {
         room_.wait(guard, has_room);
       } else if (!room_.wait_until(guard, deadline, has_room)) {
@@ -41,16 +63,16 @@ bool source_inbox::push(std::vector<data_message>& xs, std::chrono::milliseconds
         ok = false;
         break;
       }
-      auto room = capacity_ - pending_.size() - in_flight_;
-      auto n = std::min(room, xs.size() - done);
+      auto n = std::min(room_locked(), xs.size() - done);
       pending_.insert(pending_.end(), std::make_move_iterator(xs.begin() + done),
                       std::make_move_iterator(xs.begin() + done + n));
+      if (max_bytes_ > 0)
+        sizes_.insert(sizes_.end(), n, 0);
       done += n;
       if (schedule_locked())
         wake = wake_;
     }
-    if (wake)
-      wake();
+    fire(wake);
   }
   if (pushed)
     *pushed = done;
@@ -59,10 +81,10 @@ bool source_inbox::push(std::vector<data_message>& xs, std::chrono::milliseconds
 }
 
 bool source_inbox::push_one(data_message x, std::chrono::milliseconds timeout) {
-  std::function<void()> wake;
+  callback wake;
   {
     std::unique_lock<std::mutex> guard{mtx_};
-    auto has_room = [this] { return closed_ || pending_.size() + in_flight_ < capacity_; };
+    auto has_room = [this] { return closed_ || room_locked() > 0; };
     if (timeout.count() < 0)
       room_.wait(guard, has_room);
     else if (!room_.wait_for(guard, timeout, has_room))
@@ -70,69 +92,143 @@ bool source_inbox::push_one(data_message x, std::chrono::milliseconds timeout) {
     if (closed_)
       return false;
     pending_.push_back(std::move(x));
+    if (max_bytes_ > 0)
+      sizes_.push_back(0);
     if (schedule_locked())
       wake = wake_;
   }
-  if (wake)
-    wake();
+  fire(wake);
   return true;
 }
 
 bool source_inbox::try_push(data_message x) {
-  std::function<void()> wake;
+  callback wake;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (closed_ || pending_.size() + in_flight_ >= capacity_)
+    if (closed_ || room_locked() == 0)
       return false;
     pending_.push_back(std::move(x));
+    if (max_bytes_ > 0)
+      sizes_.push_back(0);
     if (schedule_locked())
       wake = wake_;
   }
-  if (wake)
-    wake();
+  fire(wake);
   return true;
 }
 
 size_t source_inbox::try_push_some(std::vector<data_message>& xs, size_t from) {
-  std::function<void()> wake;
+  callback wake;
   size_t n = 0;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_)
       return 0;
-    auto used = pending_.size() + in_flight_;
-    auto room = used < capacity_ ? capacity_ - used : 0;
-    n = std::min(room, xs.size() - from);
+    n = std::min(room_locked(), xs.size() - from);
     pending_.insert(pending_.end(), std::make_move_iterator(xs.begin() + from),
                     std::make_move_iterator(xs.begin() + from + n));
+    if (max_bytes_ > 0)
+      sizes_.insert(sizes_.end(), n, 0);
     if (from + n < xs.size())
       release_wanted_ = true;
     if (schedule_locked())
       wake = wake_;
   }
-  if (wake)
-    wake();
+  fire(wake);
   return n;
 }
 
-void source_inbox::on_release(std::function<void()> callback) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  released_ = std::move(callback);
+bool source_inbox::try_push_some(input_batch& in) {
+  callback wake;
+  bool all = false;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_)
+      return false;
+    auto room = room_locked();
+    auto next_is_detach = [&] {
+      return in.event_pos < in.events.size() && in.events[in.event_pos].first == in.msg_pos
+             && in.events[in.event_pos].second.what == source_event::kind::detach;
+    };
+    // Hand over messages up to the next event, then the event, and so on, while the window
+    // has room (a detach always goes in).
+    while ((room > 0 && !bytes_full_locked()) || next_is_detach()) {
+      auto next_event = in.event_pos < in.events.size() ? in.events[in.event_pos].first
+                                                        : in.msgs.size();
+      if (in.msg_pos < next_event) {
+        auto size = in.msg_pos < in.sizes.size() ? in.sizes[in.msg_pos] : 0;
+        pending_.push_back(std::move(in.msgs[in.msg_pos]));
+        if (max_bytes_ > 0)
+          track_locked(size);
+        ++in.msg_pos;
+        --room;
+        continue;
+      }
+      if (in.event_pos == in.events.size())
+        break;
+      events_.emplace_back(pending_.size(), std::move(in.events[in.event_pos].second));
+      if (max_bytes_ > 0)
+        track_locked(0);
+      ++in.event_pos;
+      room -= std::min<size_t>(room, 1);
+    }
+    all = in.done();
+    if (!all)
+      release_wanted_ = true;
+    if (schedule_locked())
+      wake = wake_;
+  }
+  fire(wake);
+  return all;
+}
+
+void source_inbox::push_final(input_batch& in) {
+  callback wake;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!closed_) {
+      auto move_msgs_until = [&](size_t end) {
+        for (; in.msg_pos < end; ++in.msg_pos) {
+          pending_.push_back(std::move(in.msgs[in.msg_pos]));
+          if (max_bytes_ > 0)
+            track_locked(in.msg_pos < in.sizes.size() ? in.sizes[in.msg_pos] : 0);
+        }
+      };
+      for (; in.event_pos < in.events.size(); ++in.event_pos) {
+        auto& [pos, ev] = in.events[in.event_pos];
+        move_msgs_until(pos);
+        events_.emplace_back(pending_.size(), std::move(ev));
+        if (max_bytes_ > 0)
+          track_locked(0);
+      }
+      move_msgs_until(in.msgs.size());
+      release_wanted_ = false;
+      if (schedule_locked())
+        wake = wake_;
+    }
+    released_ = nullptr;
+  }
+  in.clear();
+  fire(wake);
 }
 
 size_t source_inbox::free_capacity() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  auto used = pending_.size() + in_flight_;
-  return used < capacity_ ? capacity_ - used : 0;
+  return bytes_full_locked() ? 0 : room_locked();
 }
 
 size_t source_inbox::buffered() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return pending_.size() + in_flight_;
+  return pending_.size() + events_.size() + in_flight_;
+}
+
+size_t source_inbox::pending_events() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return events_.size();
 }
 
 void source_inbox::close() {
-  std::function<void()> released;
+  callback released;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     closed_ = true;
@@ -142,8 +238,7 @@ void source_inbox::close() {
     }
   }
   room_.notify_all();
-  if (released)
-    released();
+  fire(released);
 }
 
 bool source_inbox::closed() const {
@@ -151,34 +246,46 @@ bool source_inbox::closed() const {
   return closed_;
 }
 
-size_t source_inbox::take(std::vector<data_message>& out) {
+size_t source_inbox::take(std::vector<data_message>& msgs,
+                          std::vector<positioned_event>& events) {
   std::lock_guard<std::mutex> guard{mtx_};
-  scheduled_ = false;
-  auto n = pending_.size();
-  if (out.empty()) {
-    out.swap(pending_);
+  auto offset = msgs.size();
+  auto n = pending_.size() + events_.size();
+  if (n == 0) {
+    scheduled_ = false;
+    return 0;
+  }
+  for (auto& ev : events_)
+    events.emplace_back(ev.first + offset, std::move(ev.second));
+  events_.clear();
+  if (msgs.empty()) {
+    msgs.swap(pending_);
   } else {
-    out.insert(out.end(), std::make_move_iterator(pending_.begin()),
-               std::make_move_iterator(pending_.end()));
+    msgs.insert(msgs.end(), std::make_move_iterator(pending_.begin()),
+                std::make_move_iterator(pending_.end()));
     pending_.clear();
   }
   in_flight_ += n;
+  taken_ += msgs.size() - offset;
   return n;
 }
 
 void source_inbox::release(size_t n) {
-  std::function<void()> released;
+  callback released;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     in_flight_ -= std::min(n, in_flight_);
+    for (size_t i = 0; i < n && !sizes_.empty(); ++i) {
+      bytes_ -= sizes_.front();
+      sizes_.pop_front();
+    }
     if (release_wanted_ && n > 0) {
       release_wanted_ = false;
       released = released_;
     }
   }
   room_.notify_all();
-  if (released)
-    released();
+  fire(released);
 }
 
 } // namespace broker::internal

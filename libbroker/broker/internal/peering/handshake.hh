@@ -9,8 +9,8 @@
 // paused connections.
 //
 // Flow:
-//   1. The owner constructs the machine with its id, its filter (already including
-//      wire::extension_marker) and its role, and sends the bytes of start(): a probe
+//   1. The owner constructs the machine with its id, its filter and its role, and sends
+//      the bytes of start(): a probe
 //      (acceptor) or hello(own, 1, 1) (dialer).
 //   2. For every handshake frame the owner's wire::frame_reader yields, it calls feed() and
 //      sends `outcome.output` (complete frames) before anything else.

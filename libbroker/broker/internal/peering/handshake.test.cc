@@ -700,10 +700,10 @@ TEST_CASE("state names are Broker's", "[handshake]") {
   CHECK(to_string(hs_state::paused) == "paused");
 }
 
-TEST_CASE("the own filter goes out sorted, deduplicated and with the extension marker",
+TEST_CASE("the own filter goes out sorted, deduplicated and exactly as given",
           "[handshake]") {
   scripted_owner owner;
-  auto filter = wire::with_extension({"/b", "/a", "/b"});
+  filter_type filter{"/b", "/a", "/b"};
   handshake hs{id_b, filter, handshake::role::acceptor, owner.callback()};
   hs.start();
   auto out = hs.feed(payload_of(wire::hello_msg{id_pf}));
@@ -715,11 +715,10 @@ TEST_CASE("the own filter goes out sorted, deduplicated and with the extension m
   auto msg = wire::decode_handshake(syn.payload);
   REQUIRE(msg);
   auto& sent = std::get<wire::originator_syn_msg>(*msg).filter;
-  CHECK(sent == filter_type{"/a", "/b", topic{wire::extension_marker}});
-  CHECK(wire::strip_extension(sent) == filter_type{"/a", "/b"});
-  auto done = hs.feed(payload_of(wire::responder_syn_ack_msg{wire::with_extension({"/x"})}));
+  CHECK(sent == filter_type{"/a", "/b"});
+  auto done = hs.feed(payload_of(wire::responder_syn_ack_msg{{"/x"}}));
   REQUIRE(done.kind == hs_status::done);
-  CHECK(wire::has_extension(done.remote_filter));
+  CHECK(done.remote_filter == filter_type{"/x"});
 }
 
 // -- simultaneous dialing ---------------------------------------------------------------------

@@ -1,12 +1,14 @@
 #pragma once
 
-// peer_manager: the network side of peering (spec/peering-wire.md), on Boost.Asio.
+// peer_manager: the network side of peering (spec/peering-wire.md), on the endpoint's I/O
+// runtime (io_runtime.hh).
 //
-// Threads: an io_context with `broker.io-threads` threads runs every socket; each
-// connection is a strand. The manager's own tables (peer statuses for redundancy checks,
-// connections, outgoing peerings) are guarded by one mutex; connections call in from their
-// strands, the endpoint from application threads. The core is reached only through
-// core_runtime::post() and the queues.
+// Threads: the runtime's io_context runs every socket; each connection is a strand
+// (connection.hh). The manager's own tables (peer statuses for redundancy checks,
+// connections, outgoing peerings) are guarded by one mutex (peer_manager_impl.hh);
+// connections call in from their strands, the endpoint from application threads. The core
+// is reached only through the connections' inboxes and send queues, and
+// core_runtime::post() for error events.
 //
 // Flow of one peering:
 //   1. listen() accepts, or peer() dials (re-dialing after `retry` until unpeered).
@@ -14,11 +16,11 @@
 //      its redundancy checks (one live peering per remote id, spec §5.3).
 //   3. On success the manager creates the peer's send queue and source inbox and posts
 //      core_state::add_peer(); from then on the core fills the queue and the connection
-//      drains it in gather-writes, while frames read from the socket are decoded on the
+//      drains it in gathered writes, while frames read from the socket are decoded on the
 //      strand and handed to the core in batches (reading stops while the inbox is full).
-//   4. On loss the connection posts core_state::remove_peer(lost) and an outgoing peering is
-//      re-dialed; on unpeer() the connection sends BYE, waits for its pong (at most 3 s),
-//      and posts remove_peer(removed).
+//   4. On loss the connection hands a detach event (lost) to its inbox, behind its last
+//      message, and an outgoing peering is re-dialed; on unpeer() the connection sends BYE,
+//      waits for its pong (at most 3 s), and detaches (removed).
 
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"
@@ -33,13 +35,25 @@
 #include <string>
 #include <vector>
 
-namespace boost::asio {
-class io_context;
-} // namespace boost::asio
-
 namespace broker::internal {
 
 class core_runtime;
+class io_runtime;
+struct peer_manager_impl;
+
+/// Control frames received from peers (Broker's processed routing-update, ping, pong).
+struct control_counts {
+  uint64_t routing_updates = 0;
+  uint64_t pings = 0;
+  uint64_t pongs = 0;
+
+  control_counts& operator+=(const control_counts& other) noexcept {
+    routing_updates += other.routing_updates;
+    pings += other.pings;
+    pongs += other.pongs;
+    return *this;
+  }
+};
 
 /// What peers() reports about one peering.
 struct peer_record {
@@ -47,13 +61,24 @@ struct peer_record {
   std::string address;
   uint16_t port = 0;
   bool outbound = false;
+  uint64_t handler = 0;   ///< The id of its handler and source in the core.
+  bool secure = false;    ///< TLS (the I/O runtime's mode says which kind).
+  control_counts control; ///< Received on this connection so far.
+};
+
+/// An outgoing peering (peer()) without a live connection right now.
+struct dial_record {
+  std::string host;
+  uint16_t port = 0;
+  bool connecting = false; ///< A connection attempt or handshake is under way.
+  endpoint_id remote;      ///< Known if it was peered before.
 };
 
 /// See the file comment.
 class peer_manager {
 public:
-  peer_manager(endpoint_id own, const configuration& cfg, std::shared_ptr<core_runtime> rt,
-               std::function<uint64_t()> next_id);
+  peer_manager(endpoint_id own, const configuration& cfg, io_runtime& io,
+               std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id);
   ~peer_manager();
 
   peer_manager(const peer_manager&) = delete;
@@ -79,26 +104,21 @@ public:
   /// The live peerings.
   std::vector<peer_record> peers() const;
 
-  /// The io_context that runs every socket of the endpoint (the HTTP/WebSocket server
-  /// shares it, DESIGN §5).
-  boost::asio::io_context& io_context() noexcept;
+  /// Outgoing peerings that are not peered right now (dialing, or waiting to re-dial).
+  std::vector<dial_record> pending_dials() const;
 
-  /// The TLS context configured from broker.ssl.* (a boost::asio::ssl::context), or null
-  /// for plain TCP; `err` receives a configuration error.
-  void* tls_context(error& err) const noexcept;
+  /// Control frames received from all peers since start, also over ended connections.
+  control_counts control_totals() const;
 
   /// The current filter for new handshakes (the core calls this on every change).
   void update_filter(const filter_type& filter);
 
   /// Sends BYE on every peering, waits for the pongs (at most 3 s in all), then closes
-  /// everything and joins the I/O threads. Idempotent.
+  /// the acceptors and stops re-dialing. The I/O runtime keeps running. Idempotent.
   void shutdown();
 
-  /// The implementation (public so the connection class in peering.cc can name it).
-  struct impl;
-
 private:
-  std::shared_ptr<impl> impl_;
+  std::shared_ptr<peer_manager_impl> impl_;
 };
 
 } // namespace broker::internal

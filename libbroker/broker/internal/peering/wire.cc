@@ -104,11 +104,15 @@ size_t begin_frame(std::string& out) {
   return start;
 }
 
-void finish_frame(std::string& out, size_t start) {
-  auto len = out.size() - start - length_prefix_size;
+/// Writes `len` as the big-endian length prefix at `start`.
+void put_u32_at(std::string& out, size_t start, size_t len) {
   assert(len <= std::numeric_limits<uint32_t>::max());
   for (size_t i = 0; i < length_prefix_size; ++i)
     out[start + i] = static_cast<char>(len >> (8 * (length_prefix_size - 1 - i)));
+}
+
+void finish_frame(std::string& out, size_t start) {
+  put_u32_at(out, start, out.size() - start - length_prefix_size);
 }
 
 // -- filters ----------------------------------------------------------------------------------
@@ -421,27 +425,6 @@ expected<filter_type> decode_filter(std::string_view bytes) {
   return result;
 }
 
-bool has_extension(const filter_type& xs) noexcept {
-  return std::any_of(xs.begin(), xs.end(),
-                     [](const topic& x) { return x.view() == extension_marker; });
-}
-
-filter_type strip_extension(filter_type xs) {
-  xs.erase(std::remove_if(xs.begin(), xs.end(),
-                          [](const topic& x) { return x.view() == extension_marker; }),
-           xs.end());
-  return xs;
-}
-
-filter_type with_extension(filter_type xs) {
-  if (has_extension(xs))
-    return xs;
-  topic marker{extension_marker};
-  auto pos = strictly_ascending(xs) ? std::lower_bound(xs.begin(), xs.end(), marker) : xs.end();
-  xs.insert(pos, std::move(marker));
-  return xs;
-}
-
 // -- phase 1 and 2 ----------------------------------------------------------------------------
 
 message_type type_of(const handshake_message& x) noexcept {
@@ -525,6 +508,16 @@ error append_node_message(std::string& out, const endpoint_id& sender,
   return {};
 }
 
+error append_node_message_head(std::string& out, const endpoint_id& sender,
+                               const endpoint_id& receiver, message_type type, uint16_t ttl,
+                               std::string_view topic, size_t payload_size) {
+  if (auto err = check_sizes(topic, payload_size))
+    return err;
+  auto start = begin_node_message(out, sender, receiver, type, ttl, topic);
+  put_u32_at(out, start, out.size() - start - length_prefix_size + payload_size);
+  return {};
+}
+
 void append_relayed(std::string& out, const node_message_view& msg, const endpoint_id& sender,
                     uint16_t ttl) {
   auto start = begin_node_message(out, sender, msg.receiver, msg.type, ttl, msg.topic);
@@ -546,7 +539,8 @@ void append_ping(std::string& out, const endpoint_id& sender, const endpoint_id&
 }
 
 void append_pong(std::string& out, const endpoint_id& own, const node_message_view& ping) {
-  append_control(out, own, ping.sender, message_type::pong, ping.payload);
+  auto payload = ping.payload == ext_probe_query ? ext_probe_answer : ping.payload;
+  append_control(out, own, ping.sender, message_type::pong, payload);
 }
 
 std::string make_bye_payload(uint64_t id) {
@@ -571,6 +565,19 @@ expected<extended_data> decode_extended_data(std::string_view payload) {
   result.hops = static_cast<uint8_t>(payload[24]);
   result.value = payload.substr(extension_header_size);
   return result;
+}
+
+error append_extended_data_head(std::string& out, const endpoint_id& sender,
+                                const endpoint_id& receiver, uint16_t ttl,
+                                std::string_view topic, const extended_data& ext) {
+  if (auto err = check_sizes(topic, extension_header_size + ext.value.size()))
+    return err;
+  auto start = begin_node_message(out, sender, receiver, message_type::data_ext, ttl, topic);
+  put_id(out, ext.origin);
+  put_u64(out, ext.sequence);
+  put_u8(out, ext.hops);
+  put_u32_at(out, start, out.size() - start - length_prefix_size + ext.value.size());
+  return {};
 }
 
 error append_extended_data(std::string& out, const endpoint_id& sender,

@@ -20,13 +20,15 @@
 //      included): `append_frame()`, `append_node_message()` and the helpers below.
 //
 // Extension "origin-v1" (ours, never sent to Broker): loop-free multi-hop between our nodes.
-//   - Negotiation: our nodes always put the reserved entry `extension_marker`
-//     ("<$>/ext/origin-v1") into the filter they send in phase 2 and in every routing_update.
-//     A peer whose filter holds it understands extended data frames. Broker ignores the
-//     entry: nobody publishes below that prefix, and it does not match the "<$>" topic of
-//     control frames. The version range stays 1..1 as the spec requires.
-//   - `strip_extension()` removes the marker before a filter becomes user-visible.
-//   - Extended data frame, type `data_ext` (0x81), sent only to peers with the marker:
+//   - Negotiation, after the handshake, invisible to Broker: both sides of a peering send a
+//     ping with the payload `ext_probe_query` as their first phase-3 frame. Our nodes
+//     answer that ping with a pong carrying `ext_probe_answer`; Broker answers every ping
+//     with a pong echoing its payload byte for byte (spec §6.4). So a side learns that its
+//     peer speaks origin-v1 from the peer's own probe or from the changed answer, and that
+//     it is a Broker node from the echo. Filters, the handshake and the version range stay
+//     exactly as Broker expects. Until it knows, a side sends no data (at most one round
+//     trip; a peer that never answers counts as Broker after ext_probe_timeout).
+//   - Extended data frame, type `data_ext` (0x81), sent only to peers that speak origin-v1:
 //       header (37 bytes, as for type 1) · topic · origin endpoint_id (16 bytes)
 //       · sequence u64 BE · hop count u8 · value bytes exactly as in a type-1 frame
 //     (origin, sequence) identifies a publication network-wide; hops counts relays so far.
@@ -75,8 +77,11 @@ inline constexpr std::string_view control_topic = "<$>";
 /// Highest drop_conn code Broker recognises (spec §3.2, §5.4).
 inline constexpr uint8_t max_known_error_code = 40;
 
-/// Filter entry that advertises extension origin-v1 (see the header comment).
-inline constexpr std::string_view extension_marker = "<$>/ext/origin-v1";
+/// Ping payload that asks whether the peer speaks origin-v1 (see the header comment).
+inline constexpr std::string_view ext_probe_query = "BRKEXT?origin-v1";
+
+/// Pong payload with which our nodes answer ext_probe_query (Broker echoes the query).
+inline constexpr std::string_view ext_probe_answer = "BRKEXT!origin-v1";
 
 /// Bytes between the topic and the value in a data_ext frame: origin, sequence, hops.
 inline constexpr size_t extension_header_size = 16 + 8 + 1;
@@ -98,7 +103,7 @@ enum class message_type : uint8_t {
   originator_syn = 10,
   responder_syn_ack = 11,
   originator_ack = 12,
-  data_ext = 0x81, ///< Extension origin-v1; only to peers that advertised the marker.
+  data_ext = 0x81, ///< Extension origin-v1; only to peers that speak it.
 };
 
 /// The spec's name of `x`, e.g. "version_select"; "invalid" for other values.
@@ -169,16 +174,6 @@ void append_filter(std::string& out, const filter_type& xs);
 /// larger than the bytes can hold, an entry running past the end and trailing bytes.
 /// Entries are returned as received (no sorting).
 expected<filter_type> decode_filter(std::string_view bytes);
-
-/// True if `xs` holds the extension marker.
-bool has_extension(const filter_type& xs) noexcept;
-
-/// `xs` without the extension marker: what users and local routing see.
-filter_type strip_extension(filter_type xs);
-
-/// `xs` plus the extension marker, kept sorted if `xs` was sorted. Apply after minimize():
-/// an entry such as "" or "<" would otherwise absorb the marker.
-filter_type with_extension(filter_type xs);
 
 // -- phase 1 and 2 (spec §3, §4) --------------------------------------------------------------
 
@@ -265,6 +260,14 @@ expected<node_message_view> decode_node_message(std::string_view payload);
                                         uint16_t ttl, std::string_view topic,
                                         std::string_view payload);
 
+/// Appends a node-message frame without its last `payload_size` bytes, which the caller
+/// sends right behind (a gathered write references a shared payload instead of copying
+/// it). The length prefix covers them. Errors as for append_node_message().
+[[nodiscard]] error append_node_message_head(std::string& out, const endpoint_id& sender,
+                                             const endpoint_id& receiver, message_type type,
+                                             uint16_t ttl, std::string_view topic,
+                                             size_t payload_size);
+
 /// Re-emits a received frame with a new sender (us) and ttl; receiver, type, topic and the
 /// payload bytes are copied verbatim, so the value is never re-encoded.
 void append_relayed(std::string& out, const node_message_view& msg, const endpoint_id& sender,
@@ -279,7 +282,8 @@ void append_ping(std::string& out, const endpoint_id& sender, const endpoint_id&
                  std::string_view payload);
 
 /// Appends the pong answering `ping`: sender = `own`, receiver = the ping's sender, topic
-/// "<$>", default ttl, payload byte-identical (spec §6.4).
+/// "<$>", default ttl, payload byte-identical (spec §6.4), except that our answer to an
+/// ext_probe_query ping is ext_probe_answer.
 void append_pong(std::string& out, const endpoint_id& own, const node_message_view& ping);
 
 /// The 11-byte BYE ping payload: 'B' 'Y' 'E' and `id` in little-endian order (as Broker on x86).
@@ -302,6 +306,13 @@ struct extended_data {
 /// "extension header too short") if fewer than extension_header_size bytes are present. The
 /// value is not checked; it goes to the value codec like a type-1 payload.
 expected<extended_data> decode_extended_data(std::string_view payload);
+
+/// Appends a data_ext frame without its value bytes (`ext.value` gives only their size),
+/// which the caller sends right behind. Errors as for append_node_message().
+[[nodiscard]] error append_extended_data_head(std::string& out, const endpoint_id& sender,
+                                              const endpoint_id& receiver, uint16_t ttl,
+                                              std::string_view topic,
+                                              const extended_data& ext);
 
 /// Appends a complete data_ext frame. Errors as for append_node_message().
 [[nodiscard]] error append_extended_data(std::string& out, const endpoint_id& sender,

@@ -378,37 +378,25 @@ TEST_CASE("a filter with long entries and many entries round-trips", "[wire]") {
   CHECK(*decoded == xs);
 }
 
-TEST_CASE("the extension marker is added, detected and stripped", "[wire]") {
-  filter_type user{"/a", "/zeek/"};
-  auto ours = wire::with_extension(user);
-  // '<' (0x3c) sorts after '/' (0x2f).
-  CHECK(ours == filter_type{"/a", "/zeek/", topic{wire::extension_marker}});
-  CHECK(wire::with_extension({"/a", "<", "=", "~"})
-        == filter_type{"/a", "<", topic{wire::extension_marker}, "=", "~"});
-  CHECK(wire::has_extension(ours));
-  CHECK_FALSE(wire::has_extension(user));
-  CHECK(wire::with_extension(ours) == ours);
-  CHECK(wire::strip_extension(ours) == user);
-  CHECK(wire::strip_extension(user) == user);
-  CHECK(wire::strip_extension({topic{wire::extension_marker}, topic{wire::extension_marker}})
-          .empty());
-  CHECK(wire::with_extension({}) == filter_type{topic{wire::extension_marker}});
-  // An unsorted filter gets the marker appended.
-  CHECK(wire::with_extension({"/b", "/a"}) == filter_type{"/b", "/a", topic{wire::extension_marker}});
-}
-
-TEST_CASE("the extension marker survives the filter codec and misses control topics",
-          "[wire]") {
-  auto ours = wire::with_extension({"/test"});
-  std::string out;
-  wire::append_filter(out, ours);
-  auto decoded = wire::decode_filter(out);
-  REQUIRE(decoded);
-  CHECK(wire::has_extension(*decoded));
-  // Broker matches topics against filter prefixes: no control frame or data topic hits it.
-  CHECK_FALSE(topic{wire::control_topic}.matches(wire::extension_marker));
-  CHECK_FALSE(topic{"<$>/local/data/statuses"}.matches(wire::extension_marker));
-  CHECK(is_reserved_topic(wire::extension_marker));
+TEST_CASE("our pong answers the origin-v1 probe; every other ping is echoed", "[wire]") {
+  auto own = endpoint_id::random();
+  auto peer = endpoint_id::random();
+  for (auto [payload, answer] :
+       {std::pair{wire::ext_probe_query, wire::ext_probe_answer},
+        std::pair{std::string_view{"hello"}, std::string_view{"hello"}},
+        std::pair{wire::ext_probe_answer, wire::ext_probe_answer}}) {
+    std::string ping;
+    wire::append_ping(ping, peer, own, payload);
+    auto ping_msg = wire::decode_node_message(std::string_view{ping}.substr(4));
+    REQUIRE(ping_msg);
+    std::string pong;
+    wire::append_pong(pong, own, *ping_msg);
+    auto pong_msg = wire::decode_node_message(std::string_view{pong}.substr(4));
+    REQUIRE(pong_msg);
+    CHECK(pong_msg->type == wire::message_type::pong);
+    CHECK(pong_msg->receiver == peer);
+    CHECK(pong_msg->payload == answer);
+  }
 }
 
 TEST_CASE("an originator_syn with trailing bytes after its filter is accepted", "[wire]") {

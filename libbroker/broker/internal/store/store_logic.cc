@@ -250,6 +250,23 @@ public:
     return n ? static_cast<size_t>(*n) : 0;
   }
 
+  store_stats stats() const override {
+    store_stats result;
+    result.name = name_;
+    result.master = true;
+    result.entries = size();
+    result.output_channels = prod_.consumers().size();
+    result.unacknowledged_updates = prod_.buffered();
+    result.processed_updates = prod_.last_seq() - std::min<uint64_t>(prod_.last_seq(),
+                                                                    prod_.buffered());
+    for (auto& [clone, w] : writers_) {
+      if (w.cons->current_state() == channel::consumer::state::attached)
+        ++result.input_channels;
+      result.out_of_order_updates += w.cons->buffered();
+    }
+    return result;
+  }
+
 private:
   data snapshot() {
     vector result;
@@ -575,6 +592,19 @@ public:
   size_t size() const override {
     auto n = state_->size();
     return n ? static_cast<size_t>(*n) : 0;
+  }
+
+  store_stats stats() const override {
+    store_stats result;
+    result.name = name_;
+    result.entries = size();
+    result.input_channels = cons_.current_state() == channel::consumer::state::attached;
+    result.output_channels = wprod_.consumers().size();
+    result.out_of_order_updates = cons_.buffered();
+    result.unacknowledged_updates = wprod_.buffered();
+    result.processed_updates = wprod_.last_seq() - std::min<uint64_t>(wprod_.last_seq(),
+                                                                     wprod_.buffered());
+    return result;
   }
 
 private:

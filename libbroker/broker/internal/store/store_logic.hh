@@ -104,6 +104,18 @@ data make_op_subtract(data key, data value, std::optional<timespan> expiry,
                       std::string publisher);
 data make_op_clear(std::string publisher);
 
+/// What a store reports for Broker's broker_store_* metrics and the status page.
+struct store_stats {
+  std::string name;
+  bool master = false;
+  size_t entries = 0;              ///< Keys held locally.
+  size_t input_channels = 0;       ///< Channels this store consumes (master: clones' writes).
+  size_t output_channels = 0;      ///< Channels it produces for (master: its clones).
+  size_t out_of_order_updates = 0; ///< Updates held until the ones before them arrive.
+  size_t unacknowledged_updates = 0; ///< Produced updates held until acknowledged.
+  uint64_t processed_updates = 0;  ///< Produced updates acknowledged by every consumer.
+};
+
 /// See the file comment. Single-threaded.
 class store_logic {
 public:
@@ -154,6 +166,9 @@ public:
 
   /// The number of keys held locally (for metrics and tests).
   virtual size_t size() const = 0;
+
+  /// The counters of store_stats, taken now.
+  virtual store_stats stats() const = 0;
 
 protected:
   store_logic(std::string name, uint64_t uid) : name_(std::move(name)), uid_(uid) {}

@@ -281,3 +281,43 @@ TEST_CASE("clone writes survive an outage of any length exactly once", "[store_l
     CHECK(*r == data{integer{300}});
   });
 }
+
+TEST_CASE("stores report Broker's store metrics: entries, channels, pending updates",
+          "[store_logic]") {
+  bus net{5};
+  node_env env_m{net, 0}, env_a{net, 1}, env_b{net, 2};
+  auto master = make_master_logic("s", 11, make_memory_backend(), fast_settings(), env_m);
+  auto clone_a = make_clone_logic("s", 22, fast_settings(), env_a);
+  auto clone_b = make_clone_logic("s", 33, fast_settings(), env_b);
+  net.add(master.get());
+  net.add(clone_a.get());
+  net.add(clone_b.get());
+  master->start(net.now);
+  clone_a->start(net.now);
+  clone_b->start(net.now);
+  for (int i = 0; i < 10; ++i)
+    master->write(make_op_put(data{count{static_cast<count>(i)}}, integer{i}, std::nullopt,
+                              "p"),
+                  net.now);
+  clone_a->write(make_op_put(data{"from-a"}, integer{1}, std::nullopt, "p"), net.now);
+  for (int i = 0; i < 400; ++i) {
+    net.now += 5ms;
+    net.step();
+  }
+  auto m = master->stats();
+  CHECK(m.name == "s");
+  CHECK(m.master);
+  CHECK(m.entries == 11);
+  CHECK(m.output_channels == 2);
+  CHECK(m.input_channels >= 1); // Clone a's write channel (b never wrote, may be attached).
+  CHECK(m.unacknowledged_updates == 0);
+  CHECK(m.processed_updates >= 11);
+  auto a = clone_a->stats();
+  CHECK_FALSE(a.master);
+  CHECK(a.entries == 11);
+  CHECK(a.input_channels == 1);
+  CHECK(a.output_channels == 1);
+  CHECK(a.out_of_order_updates == 0);
+  CHECK(a.unacknowledged_updates == 0);
+  CHECK(a.processed_updates == 1);
+}

@@ -1,38 +1,22 @@
 #pragma once
 
-// http_server: Broker's WebSocket JSON API v1 (spec/websocket-v1.md) and the Prometheus
-// metrics endpoint, on Boost.Beast, sharing the endpoint's io_context.
+// http_server: Broker's WebSocket JSON API v1 (spec/websocket-v1.md) and the HTTP endpoint
+// for metrics, on the endpoint's I/O runtime.
 //
-// Threads: every session is a strand on the shared io_context; the core is reached through
-// core_runtime::post() and the queues, exactly like peerings.
+// Threads: every connection is a strand of the runtime's io_context; the core is reached
+// through core_runtime::post() and the queues, exactly like peerings.
 //
-// Transport: when the endpoint's peer_manager has a TLS context (any broker.ssl.* option),
-// the WebSocket server speaks wss:// with exactly that context, so clients need a
-// certificate signed by the configured CA (mutual TLS, spec §1); otherwise plain ws://. The
-// metrics server is always plain HTTP. Both transports hide behind one stream type
-// (http_transport.hh). Between it and Beast's WebSocket stream, every session runs a
-// frame_masker (web_socket_unmask.hh) so that unmasked client frames are accepted, as
-// Broker does.
+// Pieces (this folder's README has the map):
+//   - server.cc: the listener; tracks upgraded WebSocket sessions; stop().
+//   - http_session.cc: TLS handshake (wss://), one HTTP request read with Beast's parser;
+//     answers /metrics, /v1/status and the web view (snapshot.hh, prometheus.hh,
+//     status.hh, page.hh), refuses what is not an upgrade, validates the upgrade and
+//     hands the stream to a ws_session.
+//   - ws_session.cc: one WebSocket client, with our own framing (ws_frame.hh) on the
+//     stream: input in batches, output in gathered writes.
 //
-// Flow of one WebSocket client:
-//   0. With TLS: the TLS handshake (within the handshake timeout, like the request).
-//   1. HTTP upgrade on /v1/messages/json (any other path: 400 with the spec's text).
-//   2. The first text message must be a JSON array of topic strings; otherwise an error
-//      frame, then close 1008.
-//   3. The session posts core_state::add_client(); only after the core ran it does the
-//      session send the ack, so anything published after the client saw the ack reaches it.
-//   4. Data messages from the client are decoded on the strand and pushed into its source
-//      inbox; reading stops while the inbox is full (TCP back-pressure, never a disconnect).
-//      Bad input gets an error frame and the connection stays open.
-//   5. The core fills the client's send queue; the session writes each message's cached
-//      JSON frame (encoded once per message, shared by all clients). On overflow under
-//      `disconnect` it sends a backpressure_overflow error frame, then closes with 1000.
-//   6. On close the session posts core_state::remove_client().
-//   7. stop() sends every live client close 1000 after the frames the session already took
-//      from its queue, waits for the close handshakes (at most shutdown_close_timeout, and
-//      not at all on an I/O thread), then closes whatever is left. From then on the core
-//      and the queues post nothing to the sessions' strands, so the endpoint may destroy
-//      the io_context next.
+// Transport: the runtime's TLS mode decides (io_runtime.hh): with TLS, wss:// with the same
+// context as peering; otherwise ws://. The metrics endpoint is always plain HTTP.
 
 #include "broker/endpoint_id.hh"
 #include "broker/error.hh"
@@ -48,15 +32,20 @@
 namespace broker::internal {
 
 class core_runtime;
-class peer_manager;
+class io_runtime;
+class node_probe;
 
 /// How long http_server::stop() waits for its WebSocket clients' close handshakes.
 inline constexpr std::chrono::milliseconds shutdown_close_timeout{1000};
 
-/// Settings of one listening HTTP server.
+/// Settings of one listening server.
 struct http_options {
   bool web_socket = false;          ///< Serve /v1/messages/json.
   bool metrics = false;             ///< Serve GET /metrics.
+  bool status_page = false;         ///< Metrics servers: also GET /v1/status and the web view.
+  std::shared_ptr<const node_probe> probe; ///< Metrics servers: the endpoint's side.
+  std::string endpoint_name;        ///< broker.metrics.endpoint-name.
+  size_t handler_series_limit = 100; ///< broker.metrics.handler-series-limit.
   endpoint_id node;                 ///< Our endpoint id, for the ack.
   std::string version;              ///< Our version, for the ack.
   size_t buffer_size = 512;         ///< broker.web-socket-buffer-size.
@@ -66,15 +55,18 @@ struct http_options {
   size_t max_clients = 10000;
   size_t max_depth = 128;
   size_t handshake_timeout_ms = 10000;
+  size_t max_subscriptions = 100000;      ///< broker.web-socket.max-subscriptions.
+  size_t max_control_bytes = 1024 * 1024; ///< broker.max-pending-control-bytes.
+  size_t max_input_bytes = 64 * 1024 * 1024; ///< broker.max-input-bytes.
 };
 
 /// One listening server (see the file comment).
 class http_server {
 public:
-  /// Binds `address`:`port` and starts accepting. A WebSocket server uses `net`'s TLS
+  /// Binds `address`:`port` and starts accepting. A WebSocket server uses the runtime's TLS
   /// context if it has one. Returns the server, or an error (also for a broken TLS setup).
   static expected<std::shared_ptr<http_server>>
-  start(peer_manager& net, std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id,
+  start(io_runtime& io, std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id,
         const std::string& address, uint16_t port, http_options opts);
 
   virtual ~http_server() = default;

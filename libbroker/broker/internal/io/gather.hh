@@ -1,0 +1,137 @@
+#pragma once
+
+// gather_buffer: the bytes of one write of a connection, as a list of pieces for one
+// gathered system call (DESIGN §5: one write carries every frame queued for a connection;
+// shared encoded payloads are referenced, not copied).
+//
+// Owner: one connection, on its strand.
+//
+// Use:
+//   1. copy() small per-connection bytes (frame headers, control frames) and ref() shared
+//      bytes (a message's cached frame or payload), in wire order. Consecutive copies merge
+//      into one piece. Whoever appends a ref keeps its bytes alive until the write is done
+//      (the connection holds the messages).
+//   2. iov() materializes the pieces as iovecs, after the last append (the scratch string
+//      may move while it grows, so pointers into it are taken only then).
+//   3. consume(n) after the socket took n bytes; done() when everything went out.
+//   4. clear() before the next batch; capacities are kept, so steady state allocates nothing.
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace broker::internal {
+
+class gather_buffer {
+public:
+  /// Appends bytes that belong to this write (copied).
+  void copy(const void* data, size_t size) {
+    if (size == 0)
+      return;
+    if (pieces_.empty() || !pieces_.back().scratch) {
+      pieces_.push_back(piece{nullptr, scratch_.size(), 0, true});
+    }
+    scratch_.append(static_cast<const char*>(data), size);
+    pieces_.back().size += size;
+    total_ += size;
+  }
+
+  void copy(std::string_view bytes) {
+    copy(bytes.data(), bytes.size());
+  }
+
+  /// Appends shared bytes by reference (see the file comment).
+  void ref(std::string_view bytes) {
+    if (bytes.empty())
+      return;
+    pieces_.push_back(piece{bytes.data(), 0, bytes.size(), false});
+    total_ += bytes.size();
+  }
+
+  bool empty() const noexcept { return total_ == 0; }
+
+  /// Bytes not yet consumed.
+  size_t size() const noexcept { return total_ - consumed_; }
+
+  /// Number of pieces appended (for tests and statistics).
+  size_t pieces() const noexcept { return pieces_.size(); }
+
+  /// The unwritten rest as iovecs; `count` receives how many.
+  iovec* iov(size_t& count) {
+    if (iov_.size() != pieces_.size()) {
+      iov_.clear();
+      for (auto& p : pieces_) {
+        auto base = p.scratch ? scratch_.data() + p.offset : p.data;
+        iov_.push_back(iovec{const_cast<char*>(base), p.size});
+      }
+      first_ = 0;
+      // Re-apply what was consumed before (only if iov() is called again mid-write).
+      auto skip = consumed_;
+      while (skip > 0 && first_ < iov_.size()) {
+        auto n = std::min(skip, iov_[first_].iov_len);
+        advance(n);
+        skip -= n;
+      }
+    }
+    count = iov_.size() - first_;
+    return iov_.data() + first_;
+  }
+
+  /// Marks `n` more bytes as written.
+  void consume(size_t n) {
+    consumed_ += n;
+    while (n > 0 && first_ < iov_.size()) {
+      auto k = std::min(n, iov_[first_].iov_len);
+      advance(k);
+      n -= k;
+    }
+  }
+
+  bool done() const noexcept { return consumed_ == total_; }
+
+  /// All pieces as one contiguous string (for TLS, which encrypts a copy anyway).
+  void linearize(std::string& out) const {
+    out.clear();
+    out.reserve(total_);
+    for (auto& p : pieces_)
+      out.append(p.scratch ? scratch_.data() + p.offset : p.data, p.size);
+  }
+
+  void clear() noexcept {
+    scratch_.clear();
+    pieces_.clear();
+    iov_.clear();
+    first_ = 0;
+    total_ = 0;
+    consumed_ = 0;
+  }
+
+private:
+  struct piece {
+    const char* data; // Shared bytes, or null for scratch.
+    size_t offset;    // Offset in scratch_.
+    size_t size;
+    bool scratch;
+  };
+
+  void advance(size_t n) {
+    auto& v = iov_[first_];
+    v.iov_base = static_cast<char*>(v.iov_base) + n;
+    v.iov_len -= n;
+    if (v.iov_len == 0)
+      ++first_;
+  }
+
+  std::string scratch_;
+  std::vector<piece> pieces_;
+  std::vector<iovec> iov_;
+  size_t first_ = 0;
+  size_t total_ = 0;
+  size_t consumed_ = 0;
+};
+
+} // namespace broker::internal

@@ -1,0 +1,671 @@
+#include "broker/internal/peering/connection.hh"
+
+#include "broker/internal/codec/bin.hh"
+#include "broker/internal/config/logger.hh"
+#include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/peering/peer_manager_impl.hh"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace broker::internal {
+
+namespace {
+
+/// How long a handshake may take (spec §3.5: SHOULD 10 s).
+constexpr auto handshake_timeout = std::chrono::seconds{10};
+
+/// How long an unpeer waits for the pong to its BYE (spec §6.4: 3 s).
+constexpr auto bye_timeout = std::chrono::seconds{3};
+
+/// How long a new peering waits for the answer to its origin-v1 probe (wire.hh) before it
+/// takes the peer for one that does not speak it. Broker answers at once.
+constexpr auto ext_probe_timeout = std::chrono::seconds{2};
+
+/// How long a closing connection tries to deliver its last control frames (TLS).
+constexpr auto linger_timeout = std::chrono::seconds{1};
+
+constexpr std::string_view component = "peering";
+
+std::string endpoint_text(const std::string& host, uint16_t port) {
+  return host + ":" + std::to_string(port);
+}
+
+asio::ssl::context* tls_of(peer_manager_impl* mgr) {
+  auto tls = mgr->tls();
+  return tls ? *tls : nullptr; // peer()/listen() refuse to start on a broken setup.
+}
+
+} // namespace
+
+connection::connection(std::shared_ptr<peer_manager_impl> mgr, tcp::socket sock,
+                       handshake::role role, std::shared_ptr<outgoing_peering> out)
+  : mgr_(std::move(mgr)),
+    conn_(std::move(sock), tls_of(mgr_.get())),
+    timer_(conn_.get_executor()),
+    role_(role),
+    outgoing_(std::move(out)),
+    probe_timer_(conn_.get_executor()) {
+  boost::system::error_code ec;
+  auto ep = conn_.socket().remote_endpoint(ec);
+  if (!ec) {
+    address_ = ep.address().to_string();
+    port_ = ep.port();
+  }
+}
+
+void connection::start() {
+  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
+    if (!self->conn_.secure()) {
+      self->do_start();
+      return;
+    }
+    self->timer_.expires_after(handshake_timeout);
+    self->timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec && !self->tls_ready_ && !self->closed_)
+        self->fail("TLS handshake timed out", false);
+    });
+    bool client = self->role_ == handshake::role::dialer;
+    self->conn_.async_handshake(client, [self](boost::system::error_code ec) {
+      if (self->closed_)
+        return;
+      if (ec) {
+        self->fail("TLS handshake failed: " + ec.message(), true);
+        return;
+      }
+      self->tls_ready_ = true;
+      self->timer_.cancel();
+      self->do_start();
+    });
+  });
+}
+
+void connection::unpeer(std::string reason) {
+  asio::dispatch(conn_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+    self->do_unpeer(reason);
+  });
+}
+
+void connection::drop_paused() {
+  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
+    if (!self->hs_ || self->closed_)
+      return;
+    auto res = self->hs_->drop_paused();
+    self->redundant_ = true;
+    self->close_after_write_ = true;
+    self->close_reason_ = "redundant connection";
+    self->send_raw(std::move(res.output));
+  });
+}
+
+void connection::schedule_write() {
+  asio::post(conn_.get_executor(), [self = shared_from_this()] { self->write_more(); });
+}
+
+void connection::on_inbox_room() {
+  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
+    self->flush_input();
+    self->read_more();
+  });
+}
+
+void connection::set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
+                                std::shared_ptr<source_inbox> in) {
+  id_ = id;
+  out_ = std::move(out);
+  in_ = std::move(in);
+}
+
+void connection::do_start() {
+  filter_type own_filter;
+  {
+    std::lock_guard<std::mutex> guard{mgr_->mtx};
+    own_filter = mgr_->filter;
+  }
+  sent_filter_ = own_filter;
+  hs_ = std::make_unique<handshake>(
+    mgr_->own, std::move(own_filter), role_,
+    [this](const endpoint_id& remote, bool originator) {
+      return mgr_->proceed(this, remote, originator);
+    });
+  timer_.expires_after(handshake_timeout);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !self->attached_ && !self->closed_)
+      self->fail("handshake timed out", false);
+  });
+  send_raw(hs_->start());
+  read_more();
+}
+
+// -- reading ------------------------------------------------------------------------------
+
+bool connection::input_blocked() const noexcept {
+  return read_paused_ || (hs_ && hs_->current_state() == handshake::state::paused);
+}
+
+void connection::read_more() {
+  if (closed_ || reading_ || input_blocked())
+    return;
+  reading_ = true;
+  conn_.async_read_some(asio::buffer(rbuf_),
+                        [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                          self->reading_ = false;
+                          self->on_read(ec, n);
+                        });
+}
+
+void connection::on_read(const boost::system::error_code& ec, size_t n) {
+  if (closed_)
+    return;
+  if (ec) {
+    if (closing_)
+      finish_close(peer_end::removed, close_reason_);
+    else
+      fail(ec == asio::error::eof ? "connection closed by peer" : ec.message(), false);
+    return;
+  }
+  reader_.feed(std::string_view{rbuf_.data(), n});
+  handle_frames();
+  if (closed_)
+    return;
+  flush_input();
+  write_more();
+  read_more();
+}
+
+void connection::handle_frames() {
+  for (;;) {
+    auto res = reader_.next();
+    if (res.kind == wire::frame_reader::status::need_more)
+      return;
+    if (res.kind == wire::frame_reader::status::failed) {
+      fail("framing error: " + res.err.message(), false);
+      return;
+    }
+    if (attached_)
+      handle_node_frame(res.payload);
+    else if (!handle_handshake_frame(res.payload))
+      return;
+    if (closed_)
+      return;
+  }
+}
+
+bool connection::handle_handshake_frame(std::string_view payload) {
+  if (!hs_)
+    return false;
+  auto res = hs_->feed(payload);
+  send_raw(std::move(res.output));
+  switch (res.kind) {
+    case handshake::status::in_progress:
+      return true;
+    case handshake::status::paused:
+      return false; // Wait for drop_paused(); input_blocked() holds the reading.
+    case handshake::status::failed: {
+      remote_ = res.remote.is_nil() ? hs_->remote_id() : res.remote;
+      auto text = to_string(res.err);
+      if (res.err == ec::peer_incompatible)
+        fail_code_ = ec::peer_incompatible;
+      if (res.redundant) {
+        log(log_level::info, component,
+            "closing redundant connection to " + endpoint_text(address_, port_));
+        redundant_ = true;
+      }
+      fail(text, true);
+      return false;
+    }
+    case handshake::status::done:
+      remote_ = res.remote;
+      remote_filter_ = res.remote_filter;
+      if (remote_filter_.size() > mgr_->max_subscriptions) {
+        mgr_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::peer); });
+        fail("its handshake announces " + std::to_string(remote_filter_.size())
+               + " subscriptions, more than broker.peer-max-subscriptions="
+               + std::to_string(mgr_->max_subscriptions),
+             false);
+        return false;
+      }
+      reader_.enter_operation();
+      timer_.cancel();
+      if (!mgr_->attach(shared_from_this())) {
+        fail("attach refused (shutting down)", false);
+        return false;
+      }
+      attached_ = true;
+      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
+      probing_ = true;
+      wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+      probe_timer_.expires_after(ext_probe_timeout);
+      probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec)
+          self->learn_extension(false, "no answer to the probe");
+      });
+      return true;
+  }
+  return false;
+}
+
+void connection::handle_node_frame(std::string_view payload) {
+  auto msg = wire::decode_node_message(payload);
+  if (!msg) {
+    ++malformed_;
+    log(log_level::warning, component,
+        "dropped malformed frame from " + to_string(remote_) + ": "
+          + msg.error_value().message());
+    return;
+  }
+  // Broker treats frames from nil or from ourselves as local; so do we.
+  bool local_sender = msg->sender.is_nil() || msg->sender == mgr_->own;
+  switch (msg->type) {
+    case wire::message_type::data:
+    case wire::message_type::data_ext:
+      if (!local_sender)
+        handle_data(*msg);
+      break;
+    case wire::message_type::routing_update:
+      counters_.routing_update();
+      if (msg->sender == remote_)
+        handle_routing_update(msg->payload);
+      break;
+    case wire::message_type::ping:
+      counters_.ping();
+      if (!local_sender) {
+        wire::append_pong(ctrl_, mgr_->own, *msg);
+        if (msg->payload == wire::ext_probe_query)
+          learn_extension(true, "its probe");
+        if (ctrl_.size() > mgr_->max_control_bytes)
+          exceeded("broker.max-pending-control-bytes", mgr_->max_control_bytes,
+                   std::to_string(ctrl_.size()) + " bytes of pongs it does not read");
+      }
+      break;
+    case wire::message_type::pong:
+      counters_.pong();
+      if (closing_ && msg->payload == bye_token_)
+        finish_close(peer_end::removed, close_reason_);
+      else if (msg->payload == wire::ext_probe_answer)
+        learn_extension(true, "our answer");
+      else if (msg->payload == wire::ext_probe_query)
+        learn_extension(false, "an echo");
+      break;
+    case wire::message_type::command:
+      if (!local_sender)
+        handle_command(*msg);
+      break;
+    default:
+      ++malformed_;
+      break;
+  }
+}
+
+void connection::handle_data(const wire::node_message_view& msg) {
+  if (!msg.receiver.is_nil() && msg.receiver != mgr_->own)
+    return; // Addressed to another node; we do not route by receiver (yet).
+  if (is_reserved_topic(msg.topic)) {
+    ++malformed_;
+    log(log_level::warning, component,
+        "dropped data on reserved topic from " + to_string(remote_));
+    return;
+  }
+  route_info route;
+  route.ttl = msg.ttl;
+  std::string_view value_bytes = msg.payload;
+  if (msg.type == wire::message_type::data_ext) {
+    auto ext = wire::decode_extended_data(msg.payload);
+    if (!ext) {
+      ++malformed_;
+      return;
+    }
+    route.origin = ext->origin;
+    route.sequence = ext->sequence;
+    route.hops = ext->hops;
+    value_bytes = ext->value;
+  }
+  auto value = bin::decode(value_bytes, mgr_->max_depth);
+  if (!value) {
+    ++malformed_;
+    log(log_level::warning, component,
+        "dropped undecodable data from " + to_string(remote_) + ": "
+          + value.error_value().message());
+    return;
+  }
+  // Keep the received bytes: relaying this message re-encodes nothing.
+  input_.add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
+                                           std::string{value_bytes}, route)},
+             msg.topic.size() + msg.payload.size());
+}
+
+/// Data-store traffic (spec §6.5). Our stores encode their commands as one binary value; a
+/// payload that is no such value (e.g. Broker's own store protocol) is still relayed by
+/// topic like any command, it just means nothing to our stores.
+void connection::handle_command(const wire::node_message_view& msg) {
+  if (!msg.receiver.is_nil() && msg.receiver != mgr_->own)
+    return;
+  if (is_reserved_topic(msg.topic)) {
+    ++malformed_;
+    return;
+  }
+  route_info route;
+  route.ttl = msg.ttl;
+  auto value = bin::decode(msg.payload, mgr_->max_depth);
+  input_.add(data_message{new message_impl(std::string{msg.topic},
+                                           value ? std::move(*value) : data{},
+                                           std::string{msg.payload}, route,
+                                           message_kind::command)},
+             msg.topic.size() + msg.payload.size());
+}
+
+void connection::handle_routing_update(std::string_view payload) {
+  auto filter = wire::decode_filter(payload);
+  if (!filter) {
+    ++malformed_;
+    log(log_level::warning, component,
+        "dropped malformed routing update from " + to_string(remote_));
+    return;
+  }
+  if (filter->size() > mgr_->max_subscriptions) {
+    exceeded("broker.peer-max-subscriptions", mgr_->max_subscriptions,
+             "a routing update with " + std::to_string(filter->size()) + " subscriptions");
+    return;
+  }
+  // Applied by the core exactly between the messages it arrived between.
+  input_.add_event(source_event::make_filter(std::move(*filter)));
+}
+
+void connection::exceeded(std::string_view option, size_t limit, const std::string& what) {
+  if (closed_)
+    return;
+  auto text = "peer " + to_string(remote_) + " (" + endpoint_text(address_, port_)
+              + ") exceeded " + std::string{option} + "=" + std::to_string(limit) + ": "
+              + what;
+  log(log_level::warning, component, text + "; disconnecting");
+  // The error travels the one road too, right before the end of the peering.
+  input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+  finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
+}
+
+void connection::learn_extension(bool supported, std::string_view how) {
+  if (!probing_)
+    return;
+  probing_ = false;
+  extension_ = supported;
+  probe_timer_.cancel();
+  log(log_level::debug, component,
+      to_string(remote_) + (supported ? " speaks" : " does not speak") + " origin-v1 ("
+        + std::string{how} + ")");
+  write_more(); // Data waited for this.
+}
+
+void connection::flush_input() {
+  if (!in_ || input_.done())
+    return;
+  if (in_->try_push_some(input_)) {
+    input_.clear();
+    read_paused_ = false;
+  } else {
+    read_paused_ = true; // Back-pressure: TCP carries it to the peer.
+  }
+}
+
+// -- writing ------------------------------------------------------------------------------
+
+void connection::send_raw(std::string bytes) {
+  if (bytes.empty())
+    return;
+  ctrl_ += bytes;
+  write_more();
+}
+
+void connection::append_data(const send_item& item) {
+  const auto& bytes = item.msg.impl().binary(); // Encoded once, shared by all peers.
+  if (bytes.empty())
+    return;
+  const auto& topic = item.msg.topic();
+  auto& head = head_; // Reused scratch; copied into the gather buffer below.
+  head.clear();
+  error err;
+  if (item.msg.kind() == message_kind::command) {
+    err = wire::append_node_message_head(head, mgr_->own, endpoint_id{},
+                                         wire::message_type::command, item.route.ttl, topic,
+                                         bytes.size());
+  } else if (extension_ && !item.route.origin.is_nil()) {
+    wire::extended_data ext{item.route.origin, item.route.sequence, item.route.hops, bytes};
+    err = wire::append_extended_data_head(head, mgr_->own, endpoint_id{}, item.route.ttl,
+                                          topic, ext);
+  } else {
+    err = wire::append_node_message_head(head, mgr_->own, endpoint_id{},
+                                         wire::message_type::data, item.route.ttl, topic,
+                                         bytes.size());
+  }
+  if (err) {
+    log(log_level::warning, component, "cannot send message: " + err.message());
+    return;
+  }
+  gather_.copy(head);
+  gather_.ref(bytes);
+}
+
+bool connection::fill_batch() {
+  gather_.copy(ctrl_);
+  ctrl_.clear();
+  if (out_ && attached_ && !closing_ && !probing_) {
+    std::optional<filter_type> announcement;
+    if (!out_->take(batch_, announcement)) {
+      finish_close(peer_end::removed, "send buffer overflow");
+      return false;
+    }
+    if (announcement) {
+      std::string frame;
+      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
+      gather_.copy(frame);
+    }
+    for (auto& item : batch_)
+      append_data(item);
+  }
+  return !gather_.empty();
+}
+
+void connection::write_more() {
+  while (!writing_ && !closed_) {
+    if (gather_.done()) {
+      batch_.clear();
+      gather_.clear();
+      if (!fill_batch()) {
+        if (!closed_ && close_after_write_)
+          fail(close_reason_, false);
+        else if (!closed_)
+          read_more(); // Reading may have waited for pongs to drain.
+        return;
+      }
+    }
+    if (conn_.secure()) {
+      gather_.linearize(tls_buf_);
+      writing_ = true;
+      conn_.async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code ec,
+                                                                  size_t) {
+        self->writing_ = false;
+        if (self->closed_) {
+          self->conn_.close();
+          return;
+        }
+        if (ec) {
+          self->fail("write failed: " + ec.message(), false);
+          return;
+        }
+        self->gather_.consume(self->gather_.size());
+        self->write_more();
+      });
+      return;
+    }
+    boost::system::error_code ec;
+    if (conn_.write_now(gather_, ec))
+      continue;
+    if (ec) {
+      fail("write failed: " + ec.message(), false);
+      return;
+    }
+    writing_ = true;
+    conn_.async_wait_writable([self = shared_from_this()](boost::system::error_code ec) {
+      self->writing_ = false;
+      if (self->closed_)
+        return;
+      if (ec) {
+        self->fail("write failed: " + ec.message(), false);
+        return;
+      }
+      self->write_more();
+    });
+    return;
+  }
+}
+
+void connection::take_pending_data() {
+  // Called when unpeering: what the core already queued goes out before BYE.
+  if (!out_)
+    return;
+  std::optional<filter_type> announcement;
+  send_batch items;
+  out_->take(items, announcement);
+  if (items.empty())
+    return;
+  // Encode into ctrl_ (copies), so BYE can follow in order.
+  for (auto& item : items) {
+    const auto& bytes = item.msg.impl().binary();
+    if (bytes.empty())
+      continue;
+    error err;
+    if (item.msg.kind() == message_kind::command)
+      err = wire::append_node_message(ctrl_, mgr_->own, endpoint_id{},
+                                      wire::message_type::command, item.route.ttl,
+                                      item.msg.topic(), bytes);
+    else if (extension_ && !item.route.origin.is_nil())
+      err = wire::append_extended_data(ctrl_, mgr_->own, endpoint_id{}, item.route.ttl,
+                                       item.msg.topic(),
+                                       wire::extended_data{item.route.origin,
+                                                           item.route.sequence,
+                                                           item.route.hops, bytes});
+    else
+      err = wire::append_node_message(ctrl_, mgr_->own, endpoint_id{},
+                                      wire::message_type::data, item.route.ttl,
+                                      item.msg.topic(), bytes);
+    if (err)
+      log(log_level::warning, component, "cannot send message: " + err.message());
+  }
+}
+
+// -- closing ------------------------------------------------------------------------------
+
+void connection::do_unpeer(const std::string& reason) {
+  if (closed_ || closing_)
+    return;
+  if (!attached_) {
+    fail(reason, false);
+    return;
+  }
+  // Flush what the core already queued, then BYE (spec §6.4).
+  take_pending_data();
+  closing_ = true;
+  close_reason_ = reason;
+  {
+    std::lock_guard<std::mutex> guard{mgr_->mtx};
+    bye_token_ = wire::make_bye_payload(++mgr_->bye_counter);
+  }
+  wire::append_ping(ctrl_, mgr_->own, remote_, bye_token_);
+  write_more();
+  timer_.expires_after(bye_timeout);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !self->closed_)
+      self->finish_close(peer_end::removed, "timeout during graceful disconnect");
+  });
+}
+
+void connection::fail(const std::string& reason, bool handshake_error) {
+  if (closed_)
+    return;
+  if (!attached_) {
+    last_error_ = error{handshake_error ? fail_code_ : ec::peer_unavailable,
+                        "peering with " + endpoint_text(address_, port_)
+                          + " failed: " + reason};
+    if (!redundant_) {
+      log(log_level::warning, component, last_error_.message());
+      // Applications learn about failed attempts through error events.
+      auto err = last_error_;
+      mgr_->rt->post([err](core_state& st) { st.emit_error(err); });
+    }
+  }
+  finish_close(peer_end::lost, reason);
+}
+
+void connection::finish_close(peer_end why, const std::string& reason, bool limit) {
+  if (closed_)
+    return;
+  closed_ = true;
+  timer_.cancel();
+  probe_timer_.cancel();
+  if (out_)
+    out_->on_ready(nullptr);
+  // Let pending control bytes (e.g. a drop_conn) reach the peer before the FIN, within a
+  // short time: a peer that does not read gets no more of ours.
+  if (!writing_ && !ctrl_.empty()) {
+    gather_.clear();
+    gather_.copy(ctrl_);
+    ctrl_.clear();
+    if (conn_.secure()) {
+      gather_.linearize(tls_buf_);
+      writing_ = true;
+      timer_.expires_after(linger_timeout);
+      timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec)
+          self->conn_.close();
+      });
+      conn_.async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code,
+                                                                  size_t) {
+        self->timer_.cancel();
+        self->conn_.close();
+      });
+    } else {
+      boost::system::error_code ignored;
+      conn_.write_now(gather_, ignored);
+      conn_.close();
+    }
+  } else {
+    conn_.close();
+  }
+  if (attached_) {
+    log(log_level::info, component,
+        std::string{why == peer_end::lost ? "lost peer " : "removed peer "}
+          + to_string(remote_) + " (" + endpoint_text(address_, port_) + "): " + reason);
+    // The end travels behind the last message we decoded (one road into the core).
+    input_.add_event(source_event::make_detach(why, reason, limit));
+    if (in_)
+      in_->push_final(input_);
+  }
+  mgr_->detached(this, remote_, attached_);
+  if (outgoing_)
+    on_outgoing_closed();
+}
+
+void connection::on_outgoing_closed() {
+  auto out = outgoing_;
+  if (attached_ || redundant_) {
+    // A redundant connection means the peering exists (the peer dialed us too).
+    if (redundant_) {
+      if (!remote_.is_nil()) {
+        std::lock_guard<std::mutex> guard{mgr_->mtx};
+        out->remote = remote_; // Lets the retry timer see that we are peered.
+      }
+      mgr_->report(out, error{});
+    }
+    mgr_->dial_failed(out, error{});
+  } else {
+    mgr_->dial_failed(out,
+                      last_error_ ? last_error_
+                                  : error{ec::peer_unavailable, "connection failed"},
+                      static_cast<bool>(last_error_));
+  }
+}
+
+} // namespace broker::internal

@@ -1,0 +1,191 @@
+#pragma once
+
+// connection: one peering TCP connection (spec/peering-wire.md), from the TLS handshake
+// through the peering handshake to phase 3. Private to peering/.
+//
+// Owner: runs on its own strand; the peer manager's tables, the send queue's ready callback
+// and pending operations keep it alive. The manager calls in from other threads only
+// through the public members, which post to the strand.
+//
+// Phase 3:
+//   - First, the origin-v1 probe (wire.hh): data waits until the peer's answer, at most one
+//     round trip, so that every data frame already has the right format.
+//   - Input in batches: a read takes what the socket has (up to 64 KiB); every complete
+//     frame is decoded on the strand; data and command messages, and the routing updates
+//     between them, go to the inbox in one push (one road into the core, in order). While
+//     the inbox is full the connection stops reading: TCP carries the back-pressure.
+//   - Output in gathered writes: pongs, the pending routing update and every queued message
+//     go out in one system call; a message's frame header is built per connection, its
+//     payload (the value bytes, encoded once per message) is referenced, not copied.
+//   - Budgets (doc/configuration.md): a peer that announces more prefixes than
+//     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
+//     pongs unread, is cut off with an error event naming the option (counted as a limit
+//     disconnect); its input waiting for the core is bounded by broker.max-input-bytes.
+//   - The end (loss, unpeer, overflow) is a detach event behind the last message, handed
+//     over with whatever input is still waiting (push_final). A failed write ends the
+//     connection at once; closing never waits on a peer that does not read for longer than
+//     the BYE timeout.
+
+#include "broker/internal/config/logger.hh"
+#include "broker/internal/core/send_queue.hh"
+#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/io/gather.hh"
+#include "broker/internal/io/stream.hh"
+#include "broker/internal/peering/handshake.hh"
+#include "broker/internal/peering/peer_manager.hh"
+#include "broker/internal/peering/wire.hh"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace broker::internal {
+
+struct outgoing_peering;
+struct peer_manager_impl;
+
+/// Control frames a connection received, counted on its strand and read by the status page
+/// from any thread (one writer: relaxed loads and stores, no read-modify-write).
+class control_counters {
+public:
+  void routing_update() noexcept { bump(routing_updates_); }
+  void ping() noexcept { bump(pings_); }
+  void pong() noexcept { bump(pongs_); }
+
+  control_counts load() const noexcept {
+    return control_counts{routing_updates_.load(std::memory_order_relaxed),
+                          pings_.load(std::memory_order_relaxed),
+                          pongs_.load(std::memory_order_relaxed)};
+  }
+
+private:
+  static void bump(std::atomic<uint64_t>& x) noexcept {
+    x.store(x.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t> routing_updates_{0};
+  std::atomic<uint64_t> pings_{0};
+  std::atomic<uint64_t> pongs_{0};
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+public:
+  connection(std::shared_ptr<peer_manager_impl> mgr, boost::asio::ip::tcp::socket sock,
+             handshake::role role,
+             std::shared_ptr<outgoing_peering> out);
+
+  /// Starts the TLS handshake (if configured), then the peering handshake.
+  void start();
+
+  /// Graceful unpeer: BYE, wait for its pong (bounded), close.
+  void unpeer(std::string reason);
+
+  /// Paused redundant handshake: the other one finished, send drop_conn 39 and close.
+  void drop_paused();
+
+  /// Schedules a write on the strand (the send queue's ready callback).
+  void schedule_write();
+
+  /// Resumes handing input to the core once the inbox has room (its release callback).
+  void on_inbox_room();
+
+  const endpoint_id& remote() const noexcept { return remote_; }
+  const std::string& address() const noexcept { return address_; }
+  uint16_t port() const noexcept { return port_; }
+  bool outbound() const noexcept { return role_ == handshake::role::dialer; }
+  uint64_t id() const noexcept { return id_; }
+  bool secure() const noexcept { return conn_.secure(); }
+  const control_counters& counters() const noexcept { return counters_; }
+  const std::shared_ptr<outgoing_peering>& outgoing() const noexcept { return outgoing_; }
+
+  /// Called by the manager while attaching (under its mutex).
+  void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
+                      std::shared_ptr<source_inbox> in);
+
+  /// The filter we sent in the handshake.
+  const filter_type& sent_filter() const noexcept { return sent_filter_; }
+  const filter_type& remote_filter() const noexcept { return remote_filter_; }
+
+private:
+  /// Writes through the endpoint's logger (defined in peer_manager.cc).
+  void log(log_level level, std::string_view component, std::string_view message) const;
+
+  void do_start();
+
+  // -- reading
+  void read_more();
+  void on_read(const boost::system::error_code& ec, size_t n);
+  void handle_frames();
+  bool handle_handshake_frame(std::string_view payload);
+  void handle_node_frame(std::string_view payload);
+  void handle_data(const wire::node_message_view& msg);
+  void handle_command(const wire::node_message_view& msg);
+  void handle_routing_update(std::string_view payload);
+  void learn_extension(bool supported, std::string_view how);
+  void flush_input();
+  bool input_blocked() const noexcept;
+
+  // -- writing
+  void send_raw(std::string bytes);
+  void write_more();
+  bool fill_batch();
+  void append_data(const send_item& item);
+  void take_pending_data();
+
+  // -- closing
+  void do_unpeer(const std::string& reason);
+  void fail(const std::string& reason, bool handshake_error);
+  void exceeded(std::string_view option, size_t limit, const std::string& what);
+  void finish_close(peer_end why, const std::string& reason, bool limit = false);
+  void on_outgoing_closed();
+
+  std::shared_ptr<peer_manager_impl> mgr_;
+  stream conn_;
+  boost::asio::steady_timer timer_;
+  handshake::role role_;
+  std::shared_ptr<outgoing_peering> outgoing_;
+  std::string address_;
+  uint16_t port_ = 0;
+
+  std::unique_ptr<handshake> hs_;
+  wire::frame_reader reader_;
+  std::array<char, 64 * 1024> rbuf_;
+  filter_type sent_filter_;
+  filter_type remote_filter_;
+  endpoint_id remote_;
+  bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
+  bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
+  boost::asio::steady_timer probe_timer_;
+  bool tls_ready_ = false;
+  bool attached_ = false;
+  bool redundant_ = false;
+  ec fail_code_ = ec::peer_invalid; // Code of a handshake failure's error event.
+  error last_error_;
+
+  uint64_t id_ = 0;
+  std::shared_ptr<send_queue> out_;
+  std::shared_ptr<source_inbox> in_;
+  input_batch input_;
+  uint64_t malformed_ = 0;
+  control_counters counters_;
+
+  bool reading_ = false;
+  bool read_paused_ = false; // Handshake paused, or the inbox was full.
+  bool writing_ = false;
+  bool closing_ = false;     // Unpeering: BYE sent, waiting for its pong.
+  bool closed_ = false;
+  bool close_after_write_ = false;
+  std::string close_reason_;
+  std::string bye_token_;
+
+  std::string ctrl_;     // Control frames waiting (handshake, pongs, BYE), in order.
+  send_batch batch_;     // Messages of the write in flight.
+  gather_buffer gather_; // The write in flight.
+  std::string tls_buf_;  // Its linear copy (TLS only).
+  std::string head_;     // Scratch for one frame header.
+};
+
+} // namespace broker::internal

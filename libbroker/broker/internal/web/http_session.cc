@@ -1,0 +1,306 @@
+#include "broker/internal/web/http_session.hh"
+
+#include "broker/internal/config/logger.hh"
+#include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/io/io_runtime.hh"
+#include "broker/internal/web/page.hh"
+#include "broker/internal/web/prometheus.hh"
+#include "broker/internal/web/server_impl.hh"
+#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/web/status.hh"
+#include "broker/internal/web/ws_session.hh"
+
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace broker::internal {
+
+namespace {
+
+constexpr std::string_view component = "web-socket";
+
+/// The only WebSocket path (spec §2).
+constexpr std::string_view ws_path = "/v1/messages/json";
+
+/// The paths of metrics servers.
+constexpr std::string_view metrics_path = "/metrics";
+constexpr std::string_view status_path = "/v1/status";
+
+/// How long a metrics or status request waits for the stores' numbers before it answers
+/// without the missing ones (Prometheus scrapes time out after 10 s by default).
+constexpr auto snapshot_deadline = std::chrono::seconds{3};
+
+/// Header blocks up to this size are accepted (spec §2: SHOULD at least 8 KiB).
+constexpr uint32_t max_header_size = 16 * 1024;
+
+/// Plain HTTP requests carry no meaningful body here.
+constexpr uint64_t max_request_body = 64 * 1024;
+
+/// RFC 6455 §1.3.
+constexpr std::string_view accept_guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+std::string_view reason_phrase(unsigned status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 426:
+      return "Upgrade Required";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
+  }
+}
+
+/// True if the comma-separated header value `list` contains `token` (case-insensitive).
+bool has_token(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    auto item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+      item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+      item.remove_suffix(1);
+    if (item.size() == token.size()
+        && std::equal(item.begin(), item.end(), token.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x))
+                    == std::tolower(static_cast<unsigned char>(y));
+           }))
+      return true;
+    if (comma == std::string_view::npos)
+      break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::string_view field(const http::request<http::string_body>& req, http::field name) {
+  auto i = req.find(name);
+  if (i == req.end())
+    return {};
+  return {i->value().data(), i->value().size()};
+}
+
+} // namespace
+
+std::string web_socket_accept(std::string_view key) {
+  // 16 bytes encode to 24 base64 characters, the last two of them padding.
+  if (key.size() != 24 || key.substr(22) != "==")
+    return {};
+  unsigned char raw[24];
+  if (EVP_DecodeBlock(raw, reinterpret_cast<const unsigned char*>(key.data()), 24) != 18)
+    return {};
+  std::string text{key};
+  text += accept_guid;
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  unsigned char out[32];
+  auto n = EVP_EncodeBlock(out, digest, SHA_DIGEST_LENGTH);
+  return std::string{reinterpret_cast<const char*>(out), static_cast<size_t>(n)};
+}
+
+http_session::http_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn)
+  : srv_(std::move(srv)), conn_(std::move(conn)), timer_(conn_->get_executor()) {
+}
+
+void http_session::start() {
+  // One deadline for the TLS handshake and the request together.
+  timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
+  std::weak_ptr<http_session> weak = shared_from_this();
+  timer_.async_wait([weak](boost::system::error_code ec) {
+    if (auto self = weak.lock(); self && !ec)
+      self->conn_->close();
+  });
+  if (!conn_->secure()) {
+    read_request();
+    return;
+  }
+  conn_->async_handshake(false, [self = shared_from_this()](boost::system::error_code ec) {
+    if (ec) {
+      // No client certificate, one from another CA, a plain ws:// client, ...
+      self->srv_->io.get_logger().write(log_level::info, component,
+                                        "TLS handshake with " + self->conn_->remote_name()
+                                          + " failed: " + ec.message());
+      self->timer_.cancel();
+      self->conn_->close();
+      return;
+    }
+    self->read_request();
+  });
+}
+
+void http_session::read_request() {
+  parser_.emplace();
+  parser_->header_limit(max_header_size);
+  parser_->body_limit(max_request_body);
+  http::async_read(*conn_, buf_, *parser_,
+                   [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                     self->on_request(ec);
+                   });
+}
+
+void http_session::on_request(boost::system::error_code ec) {
+  if (ec) {
+    if (ec == http::error::header_limit)
+      respond(431, "text/plain", "Header exceeds maximum size.");
+    else if (ec != http::error::end_of_stream && ec != boost::asio::error::operation_aborted
+             && ec != boost::asio::error::eof)
+      respond(400, "text/plain", "Malformed request: " + ec.message());
+    else
+      conn_->close();
+    return;
+  }
+  req_ = parser_->release();
+  auto path = path_of(std::string_view{req_.target().data(), req_.target().size()});
+  const auto& opts = srv_->opts;
+  if (opts.web_socket && path == ws_path) {
+    upgrade();
+    return;
+  }
+  if (opts.metrics) {
+    answer_metrics_server(path);
+    return;
+  }
+  respond(400, "text/plain",
+          "caf::sec::invalid_argument(\"invalid path; try /v1/messages/json\")");
+}
+
+void http_session::answer_metrics_server(std::string_view path) {
+  const auto& opts = srv_->opts;
+  auto target = std::string_view{req_.target().data(), req_.target().size()};
+  auto query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view{};
+  bool known = path == metrics_path
+               || (opts.status_page && (path == status_path || find_page_file(path)));
+  if (!known) {
+    respond(404, "text/plain",
+            opts.status_page ? "not found; try /metrics, /v1/status or /" : "not found; try /metrics");
+    return;
+  }
+  if (req_.method() != http::verb::get) {
+    respond(405, "text/plain", "use GET", "Allow: GET\r\n");
+    return;
+  }
+  if (auto* file = find_page_file(path)) {
+    respond(200, std::string{file->content_type}, std::string{file->body},
+            "Cache-Control: no-cache\r\n");
+    return;
+  }
+  bool status = path == status_path;
+  status_query sq;
+  if (status) {
+    if (auto err = parse_status_query(query, sq); !err.empty()) {
+      respond(400, "text/plain", err);
+      return;
+    }
+  }
+  // The numbers live in the core, the network side and the stores: collect them, answer on
+  // our strand. The callbacks keep the session alive while they run.
+  auto exec = conn_->get_executor();
+  auto self = shared_from_this();
+  auto request = collect_snapshot(*srv_->rt, opts.probe, status ? sq.limit : 0,
+                                  [self, exec, status, sq](node_snapshot snap) mutable {
+    auto srv = self->srv_;
+    srv->post(exec, [self, status, sq, snap = std::move(snap)]() mutable {
+      self->timer_.cancel();
+      if (!snap.core_answered) {
+        self->respond(503, "text/plain", "the core did not answer; shutting down or overloaded");
+        return;
+      }
+      if (status) {
+        auto rates = self->srv_->rates.update(snap);
+        self->respond(200, "application/json", render_status(snap, rates, sq),
+                      "Cache-Control: no-cache\r\n");
+        return;
+      }
+      prometheus_options popts{self->srv_->opts.endpoint_name,
+                               self->srv_->opts.handler_series_limit};
+      self->respond(200, "text/plain; version=0.0.4", render_prometheus(snap, popts));
+    });
+  });
+  // A store busy with a long backlog answers late: after the deadline, answer without it.
+  timer_.expires_after(snapshot_deadline);
+  timer_.async_wait([request](boost::system::error_code ec) {
+    if (ec)
+      return;
+    if (auto r = request.lock())
+      r->finish_now();
+  });
+}
+
+void http_session::upgrade() {
+  if (req_.method() != http::verb::get || !has_token(field(req_, http::field::upgrade), "websocket")
+      || !has_token(field(req_, http::field::connection), "upgrade")) {
+    respond(400, "text/plain", "Expected a WebSocket handshake.");
+    return;
+  }
+  auto accept = web_socket_accept(field(req_, http::field::sec_websocket_key));
+  if (accept.empty()) {
+    respond(400, "text/plain", "Mandatory field Sec-WebSocket-Key missing or invalid.");
+    return;
+  }
+  if (field(req_, http::field::sec_websocket_version) != "13") {
+    respond(426, "text/plain", "Unsupported WebSocket version (need 13).",
+            "Sec-WebSocket-Version: 13\r\n");
+    return;
+  }
+  if (srv_->clients.load() >= srv_->opts.max_clients) {
+    respond(503, "text/plain",
+            "too many WebSocket clients (maximum " + std::to_string(srv_->opts.max_clients)
+              + ")");
+    return;
+  }
+  timer_.cancel();
+  // Exactly Broker's lines (spec §2): no subprotocol, no extensions, no Server header.
+  std::string response = "HTTP/1.1 101 Switching Protocols\r\n"
+                         "Upgrade: websocket\r\n"
+                         "Connection: Upgrade\r\n"
+                         "Sec-WebSocket-Accept: ";
+  response += accept;
+  response += "\r\n\r\n";
+  // A client may send its first frames right behind the request; the parser has them.
+  auto early = beast::buffers_to_string(buf_.data());
+  auto session = std::make_shared<ws_session>(srv_, std::move(conn_), std::move(response),
+                                              early);
+  if (!srv_->track(session)) {
+    session->abort(); // The server stopped while this request was on its way.
+    return;
+  }
+  session->start();
+}
+
+void http_session::respond(unsigned status, std::string content_type, std::string body,
+                           std::string extra_headers) {
+  timer_.cancel();
+  out_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string{reason_phrase(status)}
+         + "\r\nContent-Type: " + content_type
+         + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers
+         + "Connection: close\r\n\r\n" + body;
+  conn_->async_write_all(out_, [self = shared_from_this()](boost::system::error_code, size_t) {
+    // The body has a Content-Length, so closing our side ends the answer for TLS as well.
+    boost::system::error_code ignored;
+    self->conn_->socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  });
+}
+
+} // namespace broker::internal

@@ -1,0 +1,64 @@
+#pragma once
+
+// http_session: one accepted connection until it is either answered as plain HTTP or
+// upgraded to a WebSocket (spec/websocket-v1.md §2).
+//
+// Owner: runs on its connection's strand; pending operations keep it alive.
+//
+// Flow:
+//   1. With TLS, the TLS handshake; one deadline covers it and the request.
+//   2. One request, read with Beast's HTTP parser (headers up to 16 KiB, 431 beyond).
+//   3. /v1/messages/json (WebSocket servers): validate the upgrade (GET, Upgrade and
+//      Connection headers, a Sec-WebSocket-Key of 16 base64-encoded bytes, version 13),
+//      build the 101 answer and hand the stream, with any bytes read past the request, to a
+//      ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
+//      files of the web view (page.hh) at /; the numbers come from a node_snapshot
+//      (snapshot.hh), collected without blocking this strand. Anything else: the spec's 400
+//      (WebSocket servers), or 404.
+
+#include "broker/internal/io/stream.hh"
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace broker::internal {
+
+class server_impl;
+
+class http_session : public std::enable_shared_from_this<http_session> {
+public:
+  http_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn);
+
+  void start();
+
+private:
+  using request = boost::beast::http::request<boost::beast::http::string_body>;
+
+  void read_request();
+  void on_request(boost::system::error_code ec);
+  void upgrade();
+  void answer_metrics_server(std::string_view path);
+  void respond(unsigned status, std::string content_type, std::string body,
+               std::string extra_headers = {});
+
+  std::shared_ptr<server_impl> srv_;
+  std::unique_ptr<stream> conn_;
+  boost::asio::steady_timer timer_;
+  boost::beast::flat_buffer buf_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  request req_;
+  std::string out_;
+};
+
+/// The Sec-WebSocket-Accept value for `key` (RFC 6455 §4.2.2), or an empty string if `key`
+/// is not the base64 encoding of exactly 16 bytes.
+std::string web_socket_accept(std::string_view key);
+
+} // namespace broker::internal

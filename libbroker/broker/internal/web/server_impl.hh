@@ -1,0 +1,74 @@
+#pragma once
+
+// server_impl: what the sessions of one http_server share (see server.hh). Private to web/.
+//
+// Threads: the acceptor and every session run on strands of the runtime's io_context; the
+// session table is guarded by `mtx`; `gate` lets other threads (the core, queue callbacks)
+// post to a session's strand only while the server runs, so that nothing reaches a strand
+// after stop() returned and the endpoint may destroy the io_context next.
+
+#include "broker/internal/io/gate.hh"
+#include "broker/internal/web/server.hh"
+#include "broker/internal/web/status.hh"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+
+namespace boost::asio::ssl {
+class context;
+} // namespace boost::asio::ssl
+
+namespace broker::internal {
+
+class ws_session;
+
+class server_impl : public http_server, public std::enable_shared_from_this<server_impl> {
+public:
+  server_impl(io_runtime& io, std::shared_ptr<core_runtime> rt,
+              std::function<uint64_t()> next_id, http_options opts);
+
+  uint16_t port() const noexcept override { return bound_port; }
+
+  void stop() override;
+
+  /// Accepts connections until stop().
+  void accept();
+
+  /// Posts `f` to `exec` while the server runs (see the file comment).
+  template <class Executor, class F>
+  void post(const Executor& exec, F&& f) {
+    gate.pass([&] { boost::asio::post(exec, std::forward<F>(f)); });
+  }
+
+  /// Registers an upgraded session; false once the server stopped.
+  bool track(const std::shared_ptr<ws_session>& session);
+
+  /// Pre: the caller holds its own reference to the session.
+  void untrack(const ws_session* session);
+
+  io_runtime& io;
+  boost::asio::ip::tcp::acceptor acc;
+  std::shared_ptr<core_runtime> rt;
+  std::function<uint64_t()> next_id;
+  http_options opts;
+  boost::asio::ssl::context* tls = nullptr; ///< wss:// context, or null (ws://).
+  internal::gate gate;
+  uint16_t bound_port = 0;
+  std::atomic<size_t> clients{0};
+  rate_tracker rates; ///< For /v1/status.
+
+private:
+  std::mutex mtx;
+  std::condition_variable gone; ///< Signalled when `live` becomes empty.
+  bool stopped = false;
+  /// Every session from upgrade to finish(). A session that stopped reading because its
+  /// inbox is full has no pending operation, so this is what keeps it alive then.
+  std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> live;
+};
+
+} // namespace broker::internal

@@ -1,0 +1,131 @@
+#pragma once
+
+// node_snapshot: everything /metrics, /v1/status and the web view show, taken at one moment
+// from the three places that know it: the core (handlers, queues, counters), the network
+// side (peerings, dials, control frames) and the data stores.
+//
+// Threads and flow of collect_snapshot(), started on an HTTP session's strand:
+//   1. The probe answers the network side at once (it holds a mutex briefly).
+//   2. A task posted to the core takes core_status (core_status.hh).
+//   3. From the core thread, the probe asks every store actor for its stats.
+//   4. When the last of these answered (or its task was dropped because the store or the
+//      core went away), `done` runs with the snapshot, on whichever thread finished last.
+//      The caller bounds the wait with finish_now() (a store in a long backlog answers
+//      late), which hands over what arrived so far instead.
+// Nothing of this touches the message path.
+
+#include "broker/endpoint_id.hh"
+#include "broker/internal/core/core_status.hh"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace broker::internal {
+
+class core_runtime;
+
+/// One live peering as the network side knows it.
+struct peer_link {
+  endpoint_id id;
+  std::string address;
+  uint16_t port = 0;
+  bool outbound = false;
+  uint64_t handler = 0; ///< Its handler id in the core (joins with handler_status).
+  std::string tls;      ///< "plain", "anonymous" or "verified".
+  uint64_t routing_updates = 0;
+  uint64_t pings = 0;
+  uint64_t pongs = 0;
+};
+
+/// An outgoing peering without a live connection.
+struct pending_dial {
+  std::string host;
+  uint16_t port = 0;
+  bool connecting = false; ///< Dialing or in the handshake; otherwise waiting to re-dial.
+  endpoint_id remote;      ///< Nil unless it was peered before.
+};
+
+/// One data store's counters (Broker's broker_store_* families).
+struct store_report {
+  std::string name;
+  bool master = false;
+  uint64_t entries = 0;
+  uint64_t input_channels = 0;
+  uint64_t output_channels = 0;
+  uint64_t out_of_order_updates = 0;
+  uint64_t unacknowledged_updates = 0;
+  uint64_t processed_updates = 0;
+};
+
+/// What the network side reports.
+struct network_report {
+  std::vector<peer_link> peers;
+  std::vector<pending_dial> dials;
+  /// Control frames received from peers since start (ended connections included).
+  uint64_t routing_updates = 0;
+  uint64_t pings = 0;
+  uint64_t pongs = 0;
+  /// How WebSocket clients connect: "plain" (ws://) or TLS (wss://).
+  std::string client_tls = "plain";
+};
+
+/// Facts about the node that do not change while it runs.
+struct node_identity {
+  endpoint_id id;
+  std::string name;    ///< broker.metrics.endpoint-name (may be empty).
+  std::string version; ///< The library version.
+  std::chrono::system_clock::time_point started;
+  std::chrono::steady_clock::time_point started_steady;
+};
+
+/// See the file comment.
+struct node_snapshot {
+  node_identity node;
+  std::chrono::system_clock::time_point taken;
+  std::chrono::steady_clock::time_point taken_steady;
+  core_status core;
+  network_report network;
+  std::vector<store_report> stores;
+  bool core_answered = false;
+  /// False if finish_now() cut the wait for the stores short.
+  bool stores_complete = true;
+};
+
+/// What the HTTP server asks the endpoint about, beyond the core. The endpoint implements
+/// it (node_probe.cc) without keeping itself alive through it.
+class node_probe {
+public:
+  virtual ~node_probe();
+
+  virtual node_identity identity() const = 0;
+
+  /// Answers at once; empty after shutdown.
+  virtual network_report network() const = 0;
+
+  /// Asks every store for its report; each answer goes to `sink` (store threads), and
+  /// `sink` is released when the last store answered or dropped the request.
+  virtual void stores(std::shared_ptr<std::function<void(store_report)>> sink) const = 0;
+};
+
+/// A collection under way (see collect_snapshot()).
+class snapshot_request {
+public:
+  virtual ~snapshot_request();
+
+  /// Hands over what has arrived so far, unless `done` ran already; `done` never runs twice.
+  virtual void finish_now() = 0;
+};
+
+/// Collects a snapshot (see the file comment). `client_filters`: how many WebSocket
+/// clients (the fullest) have their subscriptions copied. The result lets the caller cut
+/// the wait short; it is expired once `done` ran.
+std::weak_ptr<snapshot_request> collect_snapshot(core_runtime& rt,
+                                                 std::shared_ptr<const node_probe> probe,
+                                                 size_t client_filters,
+                                                 std::function<void(node_snapshot)> done);
+
+} // namespace broker::internal

@@ -1,0 +1,314 @@
+#include "broker/internal/web/ws_frame.hh"
+
+#include <algorithm>
+#include <cstring>
+
+namespace broker::internal::ws {
+
+namespace {
+
+/// After a large message, a buffer above this size is released once it is empty.
+constexpr size_t shrink_threshold = 1024 * 1024;
+
+uint16_t load_be16(const char* p) noexcept {
+  auto u = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<uint16_t>((u[0] << 8) | u[1]);
+}
+
+uint64_t load_be64(const char* p) noexcept {
+  auto u = reinterpret_cast<const unsigned char*>(p);
+  uint64_t x = 0;
+  for (int i = 0; i < 8; ++i)
+    x = (x << 8) | u[i];
+  return x;
+}
+
+void unmask(char* data, size_t n, const char* key) noexcept {
+  unsigned char k[4];
+  std::memcpy(k, key, 4);
+  uint64_t wide;
+  unsigned char pattern[8] = {k[0], k[1], k[2], k[3], k[0], k[1], k[2], k[3]};
+  std::memcpy(&wide, pattern, 8);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, data + i, 8);
+    chunk ^= wide;
+    std::memcpy(data + i, &chunk, 8);
+  }
+  for (; i < n; ++i)
+    data[i] = static_cast<char>(static_cast<unsigned char>(data[i]) ^ k[i % 4]);
+}
+
+} // namespace
+
+bool is_valid_close_code(uint16_t code) noexcept {
+  if (code >= 3000 && code <= 4999)
+    return true; // Registered by libraries (3xxx) and private use (4xxx).
+  switch (code) {
+    case 1000: // normal
+    case 1001: // going away
+    case 1002: // protocol error
+    case 1003: // unsupported data
+    case 1007: // invalid payload data
+    case 1008: // policy violation
+    case 1009: // message too big
+    case 1010: // mandatory extension
+    case 1011: // internal error
+    case 1012: // service restart
+    case 1013: // try again later
+    case 1014: // bad gateway
+      return true;
+    default:
+      return false; // 1004-1006 and 1015 are reserved; below 1000 and above 4999 unused.
+  }
+}
+
+bool is_valid_utf8(std::string_view bytes) noexcept {
+  auto p = reinterpret_cast<const unsigned char*>(bytes.data());
+  auto end = p + bytes.size();
+  while (p < end) {
+    // Fast path: eight ASCII bytes at a time.
+    if (end - p >= 8) {
+      uint64_t chunk;
+      std::memcpy(&chunk, p, 8);
+      if ((chunk & 0x8080808080808080ull) == 0) {
+        p += 8;
+        continue;
+      }
+    }
+    auto c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    size_t n;
+    uint32_t min;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1, min = 0x80, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, min = 0x800, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, min = 0x10000, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(end - p) <= n)
+      return false;
+    for (size_t i = 1; i <= n; ++i) {
+      if ((p[i] & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    p += n + 1;
+  }
+  return true;
+}
+
+void append_header(std::string& out, opcode op, uint64_t payload_size) {
+  char hdr[10];
+  size_t n = 2;
+  hdr[0] = static_cast<char>(0x80 | static_cast<uint8_t>(op));
+  if (payload_size < 126) {
+    hdr[1] = static_cast<char>(payload_size);
+  } else if (payload_size <= 0xFFFF) {
+    hdr[1] = 126;
+    hdr[2] = static_cast<char>(payload_size >> 8);
+    hdr[3] = static_cast<char>(payload_size & 0xFF);
+    n = 4;
+  } else {
+    hdr[1] = 127;
+    for (int i = 0; i < 8; ++i)
+      hdr[2 + i] = static_cast<char>((payload_size >> (56 - 8 * i)) & 0xFF);
+    n = 10;
+  }
+  out.append(hdr, n);
+}
+
+std::string make_frame(opcode op, std::string_view payload) {
+  if (static_cast<uint8_t>(op) & 0x8)
+    payload = payload.substr(0, max_control_payload);
+  std::string result;
+  result.reserve(payload.size() + 10);
+  append_header(result, op, payload.size());
+  result.append(payload.data(), payload.size());
+  return result;
+}
+
+std::string make_close_frame(uint16_t code, std::string_view reason) {
+  std::string payload;
+  payload.push_back(static_cast<char>(code >> 8));
+  payload.push_back(static_cast<char>(code & 0xFF));
+  reason = reason.substr(0, max_control_payload - 2);
+  // Cutting may split a multi-byte character; drop the partial one.
+  while (!reason.empty() && !is_valid_utf8(reason))
+    reason.remove_suffix(1);
+  payload.append(reason.data(), reason.size());
+  return make_frame(opcode::close, payload);
+}
+
+// -- reader -------------------------------------------------------------------------------
+
+reader::reader(size_t max_message_size) : max_message_size_(max_message_size) {
+}
+
+char* reader::prepare(size_t n) {
+  if (pos_ == end_) {
+    pos_ = end_ = 0;
+    if (buf_.size() > shrink_threshold && buf_.size() > n)
+      std::string{}.swap(buf_);
+    if (fragments_.empty() && fragments_.capacity() > shrink_threshold)
+      std::string{}.swap(fragments_);
+  } else if (pos_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  if (buf_.size() < end_ + n)
+    buf_.resize(end_ + n);
+  return buf_.data() + end_;
+}
+
+void reader::feed(std::string_view bytes) {
+  auto dst = prepare(bytes.size());
+  std::memcpy(dst, bytes.data(), bytes.size());
+  commit(bytes.size());
+}
+
+event reader::failure(uint16_t code, std::string_view why) {
+  failed_ = true;
+  fail_code_ = code;
+  fail_reason_ = std::string{why};
+  event result;
+  result.kind = event::fail;
+  result.code = code;
+  result.payload = fail_reason_;
+  return result;
+}
+
+event reader::next() {
+  if (failed_) {
+    event result;
+    result.kind = event::fail;
+    result.code = fail_code_;
+    result.payload = fail_reason_;
+    return result;
+  }
+  for (;;) {
+    auto avail = end_ - pos_;
+    if (avail < 2)
+      return {};
+    const char* p = buf_.data() + pos_;
+    auto b0 = static_cast<uint8_t>(p[0]);
+    auto b1 = static_cast<uint8_t>(p[1]);
+    bool fin = (b0 & 0x80) != 0;
+    auto op = static_cast<uint8_t>(b0 & 0x0F);
+    bool masked = (b1 & 0x80) != 0;
+    uint64_t len = b1 & 0x7F;
+    if ((b0 & 0x70) != 0)
+      return failure(close_protocol_error, "reserved bits set (no extension negotiated)");
+    bool control = (op & 0x8) != 0;
+    switch (static_cast<opcode>(op)) {
+      case opcode::continuation:
+      case opcode::text:
+      case opcode::binary:
+      case opcode::close:
+      case opcode::ping:
+      case opcode::pong:
+        break;
+      default:
+        return failure(close_protocol_error, "unknown opcode " + std::to_string(op));
+    }
+    if (control && !fin)
+      return failure(close_protocol_error, "fragmented control frame");
+    if (control && len > max_control_payload)
+      return failure(close_protocol_error, "control frame longer than 125 bytes");
+    if (op == static_cast<uint8_t>(opcode::binary))
+      return failure(close_unsupported_data, "binary frames are not supported");
+    if (op == static_cast<uint8_t>(opcode::continuation) && !in_message_)
+      return failure(close_protocol_error, "continuation frame without a message");
+    if (op == static_cast<uint8_t>(opcode::text) && in_message_)
+      return failure(close_protocol_error, "new message inside a fragmented message");
+    size_t hdr = 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) + (masked ? 4 : 0);
+    if (avail < hdr)
+      return {};
+    if (len == 126) {
+      len = load_be16(p + 2);
+    } else if (len == 127) {
+      len = load_be64(p + 2);
+      if (len >> 63)
+        return failure(close_protocol_error, "frame length with the top bit set");
+    }
+    if (!control) {
+      auto before = in_message_ ? fragments_.size() : 0;
+      if (len > max_message_size_ || before + len > max_message_size_)
+        return failure(close_too_big, "message exceeds " + std::to_string(max_message_size_)
+                                        + " bytes");
+    }
+    if (avail - hdr < len)
+      return {};
+    char* payload = buf_.data() + pos_ + hdr;
+    auto size = static_cast<size_t>(len);
+    if (masked)
+      unmask(payload, size, payload - 4);
+    pos_ += hdr + size;
+    std::string_view body{payload, size};
+    event result;
+    switch (static_cast<opcode>(op)) {
+      case opcode::text:
+        if (!fin) {
+          fragments_.assign(body.data(), body.size());
+          in_message_ = true;
+          continue;
+        }
+        if (!is_valid_utf8(body))
+          return failure(close_invalid_payload, "text message is not valid UTF-8");
+        result.kind = event::text;
+        result.payload = body;
+        return result;
+      case opcode::continuation:
+        fragments_.append(body.data(), body.size());
+        if (!fin)
+          continue;
+        in_message_ = false;
+        if (!is_valid_utf8(fragments_))
+          return failure(close_invalid_payload, "text message is not valid UTF-8");
+        result.kind = event::text;
+        result.payload = fragments_;
+        // The view stays valid until the next call: a new message reassigns fragments_.
+        return result;
+      case opcode::ping:
+        result.kind = event::ping;
+        result.payload = body;
+        return result;
+      case opcode::pong:
+        result.kind = event::pong;
+        result.payload = body;
+        return result;
+      case opcode::close:
+        if (size == 0) {
+          result.kind = event::close;
+          result.code = close_no_status;
+          return result;
+        }
+        if (size == 1)
+          return failure(close_protocol_error, "close frame with a one-byte payload");
+        result.code = load_be16(payload);
+        if (!is_valid_close_code(result.code))
+          return failure(close_protocol_error,
+                         "invalid close code " + std::to_string(result.code));
+        result.payload = body.substr(2);
+        if (!is_valid_utf8(result.payload))
+          return failure(close_invalid_payload, "close reason is not valid UTF-8");
+        result.kind = event::close;
+        return result;
+      default:
+        break; // Binary and unknown opcodes failed above.
+    }
+  }
+}
+
+} // namespace broker::internal::ws

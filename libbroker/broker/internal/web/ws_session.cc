@@ -1,0 +1,426 @@
+#include "broker/internal/web/ws_session.hh"
+
+#include "broker/internal/codec/json.hh"
+#include "broker/internal/config/logger.hh"
+#include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/web/server_impl.hh"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+
+namespace asio = boost::asio;
+
+namespace broker::internal {
+
+namespace {
+
+constexpr std::string_view component = "web-socket";
+
+/// Bytes asked from the socket per read.
+constexpr size_t read_size = 64 * 1024;
+
+/// Control frames waiting to be written beyond which the session stops reading for a while
+/// (a burst of pings); broker.max-pending-control-bytes, much larger, ends the session.
+constexpr size_t control_read_pause = 64 * 1024;
+
+/// How long the session waits for the client's close frame after sending its own, and
+/// for that close frame to be written at all.
+constexpr auto close_timeout = std::chrono::seconds{1};
+
+} // namespace
+
+ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
+                       std::string response, std::string_view early)
+  : srv_(std::move(srv)),
+    conn_(std::move(conn)),
+    timer_(conn_->get_executor()),
+    reader_(srv_->opts.max_message_size) {
+  boost::system::error_code ec;
+  auto ep = conn_->socket().remote_endpoint(ec);
+  if (!ec) {
+    address_ = ep.address().to_string();
+    port_ = ep.port();
+  }
+  ctrl_ = std::move(response);
+  if (!early.empty())
+    reader_.feed(early);
+  ++srv_->clients;
+}
+
+ws_session::~ws_session() {
+  --srv_->clients;
+}
+
+void ws_session::start() {
+  timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && self->phase_ == phase::awaiting_filter && !self->finished_) {
+      self->log(log_level::info, component,
+                "client " + self->address_ + " sent no subscriptions in time");
+      self->finish(peer_end::lost, "no subscriptions in time");
+    }
+  });
+  handle_events(); // Frames that came with the upgrade request (after the 101 in ctrl_).
+  write_more();
+  read_more();
+}
+
+void ws_session::close_for_shutdown() {
+  asio::post(conn_->get_executor(), [self = shared_from_this()] {
+    if (self->finished_ || self->close_pending_ || self->close_sent_)
+      return;
+    if (self->phase_ != phase::attached) {
+      self->finish(peer_end::removed, "shutting down");
+      return;
+    }
+    self->close_with(ws::close_normal, "shutting down");
+    self->write_more();
+  });
+}
+
+void ws_session::abort() {
+  asio::post(conn_->get_executor(),
+             [self = shared_from_this()] { self->finish(peer_end::removed, "shutting down"); });
+}
+
+// -- reading ------------------------------------------------------------------------------
+
+bool ws_session::input_blocked() const noexcept {
+  return read_paused_ || phase_ == phase::attaching || ctrl_.size() > control_read_pause;
+}
+
+void ws_session::read_more() {
+  if (reading_ || finished_ || input_blocked())
+    return;
+  reading_ = true;
+  auto* buf = reader_.prepare(read_size);
+  conn_->async_read_some(asio::buffer(buf, read_size),
+                         [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                           self->reading_ = false;
+                           self->on_read(ec, n);
+                         });
+}
+
+void ws_session::on_read(const boost::system::error_code& ec, size_t n) {
+  if (finished_)
+    return;
+  if (ec) {
+    if (close_sent_)
+      finish(peer_end::removed, close_reason_);
+    else
+      finish(peer_end::lost, ec == asio::error::eof ? "closed by client" : ec.message());
+    return;
+  }
+  reader_.commit(n);
+  handle_events();
+  if (finished_)
+    return;
+  flush_input();
+  write_more();
+  read_more();
+}
+
+void ws_session::handle_events() {
+  while (!finished_ && phase_ != phase::attaching) {
+    auto ev = reader_.next();
+    switch (ev.kind) {
+      case ws::event::need_more:
+        return;
+      case ws::event::text:
+        if (close_pending_ || close_sent_)
+          break; // Closing: nothing new is accepted.
+        if (phase_ == phase::awaiting_filter)
+          on_first_message(ev.payload);
+        else
+          on_text(ev.payload);
+        break;
+      case ws::event::ping:
+        if (!close_pending_ && !close_sent_)
+          queue_control(ws::make_frame(ws::opcode::pong, ev.payload));
+        break;
+      case ws::event::pong:
+        break;
+      case ws::event::close:
+        if (close_sent_ && !close_is_final_) {
+          // The answer to our close: the handshake is complete.
+          finish(peer_end::removed, close_reason_);
+          return;
+        }
+        if (!close_pending_ && !close_sent_)
+          close_with(ev.code == ws::close_no_status ? ws::close_normal : ev.code,
+                     "closed by client", true);
+        return;
+      case ws::event::fail:
+        log(log_level::info, component,
+            "client " + address_ + ":" + std::to_string(port_)
+              + " violated the protocol: " + std::string{ev.payload});
+        // Failing the connection (RFC 6455 §7.1.7): our close frame, then the client's
+        // answer if it comes within the close timeout (clients report a clean close only
+        // if they could answer), then TCP.
+        if (!close_pending_ && !close_sent_)
+          close_with(ev.code, std::string{ev.payload});
+        return;
+    }
+  }
+}
+
+void ws_session::on_first_message(std::string_view text) {
+  timer_.cancel();
+  auto filter = json::decode_filter(text, srv_->opts.max_depth);
+  if (!filter) {
+    queue_control(ws::make_frame(
+      ws::opcode::text,
+      json::make_error("deserialization_failed", "first message must contain a filter")));
+    close_with(ws::close_policy_violation, "first message must contain a filter");
+    return;
+  }
+  const auto& opts = srv_->opts;
+  if (filter->size() > opts.max_subscriptions) {
+    auto text = "client subscribed to " + std::to_string(filter->size())
+                + " topics, more than broker.web-socket.max-subscriptions="
+                + std::to_string(opts.max_subscriptions);
+    log(log_level::warning, component, text + " (" + address_ + ")");
+    srv_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::web_socket); });
+    queue_control(ws::make_frame(ws::opcode::text, json::make_error("limit_exceeded", text)));
+    close_with(ws::close_policy_violation, "too many subscriptions");
+    return;
+  }
+  id_ = srv_->next_id();
+  out_ = std::make_shared<send_queue>(opts.buffer_size, opts.policy);
+  in_ = std::make_shared<source_inbox>(id_, opts.inbox_capacity);
+  in_->set_byte_limit(opts.max_input_bytes);
+  std::weak_ptr<ws_session> weak = shared_from_this();
+  auto exec = conn_->get_executor();
+  auto srv = srv_;
+  out_->on_ready([weak, exec, srv] {
+    srv->post(exec, [weak] {
+      if (auto self = weak.lock())
+        self->write_more();
+    });
+  });
+  in_->on_wake(srv_->rt->wake_callback(id_));
+  in_->on_release([weak, exec, srv] {
+    srv->post(exec, [weak] {
+      if (auto self = weak.lock()) {
+        self->flush_input();
+        self->read_more();
+      }
+    });
+  });
+  client_attachment att;
+  att.id = id_;
+  att.client = client_id_;
+  for (auto& prefix : *filter)
+    att.filter.emplace_back(prefix);
+  att.address = address_;
+  att.port = port_;
+  att.queue = out_;
+  att.inbox = in_;
+  // The ack goes out only after the core subscribed us (spec §4.2 fix); the task keeps
+  // the session alive while the core attaches it.
+  registered_ = true;
+  phase_ = phase::attaching;
+  srv_->rt->post([att = std::move(att), self = shared_from_this(), exec](core_state& st) mutable {
+    st.add_client(std::move(att));
+    auto srv = self->srv_;
+    srv->post(exec, [self] { self->on_attached(); });
+  });
+}
+
+void ws_session::on_attached() {
+  if (finished_)
+    return; // finish() already told the core to remove us again.
+  phase_ = phase::attached;
+  log(log_level::info, component,
+      "client " + to_string(client_id_) + " connected from " + address_ + ":"
+        + std::to_string(port_));
+  queue_control(ws::make_frame(ws::opcode::text,
+                               json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
+  handle_events(); // Frames that arrived right behind the subscriptions.
+  flush_input();
+  write_more();
+  read_more();
+}
+
+void ws_session::on_text(std::string_view text) {
+  ++inputs_;
+  std::string topic;
+  data value;
+  auto res = decoder_.data_message(text, topic, value, srv_->opts.max_depth);
+  if (!res) {
+    queue_control(ws::make_frame(
+      ws::opcode::text,
+      json::make_error("deserialization_failed", json::error_context(inputs_, res))));
+    return;
+  }
+  input_.add(data_message{std::move(topic), std::move(value)}, text.size());
+}
+
+void ws_session::flush_input() {
+  if (!in_ || input_.done())
+    return;
+  if (in_->try_push_some(input_)) {
+    input_.clear();
+    read_paused_ = false;
+  } else {
+    read_paused_ = true; // A flooding client is slowed by TCP, never disconnected.
+  }
+}
+
+// -- writing ------------------------------------------------------------------------------
+
+void ws_session::queue_control(std::string frame) {
+  ctrl_ += frame;
+  if (ctrl_.size() > srv_->opts.max_control_bytes && !finished_) {
+    // The client sends pings or bad input but does not read the answers.
+    auto text = "client " + to_string(client_id_) + " (" + address_ + ":"
+                + std::to_string(port_) + ") exceeded broker.max-pending-control-bytes="
+                + std::to_string(srv_->opts.max_control_bytes);
+    log(log_level::warning, component, text + "; disconnecting");
+    if (registered_)
+      input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+    finish(peer_end::removed, "exceeded broker.max-pending-control-bytes", true);
+  }
+}
+
+void ws_session::close_with(uint16_t code, std::string reason, bool final) {
+  close_pending_.emplace(code, std::move(reason));
+  close_is_final_ = final;
+  // A client that stops reading must not keep us: the close gets written in time or the
+  // session ends anyway.
+  timer_.expires_after(close_timeout);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !self->finished_)
+      self->finish(peer_end::removed, self->close_pending_ ? self->close_pending_->second
+                                                           : self->close_reason_);
+  });
+  write_more();
+}
+
+bool ws_session::fill_batch() {
+  gather_.copy(ctrl_);
+  ctrl_.clear();
+  if (phase_ == phase::attached && out_ && !close_pending_ && !close_sent_) {
+    std::optional<filter_type> unused;
+    if (!out_->take(batch_, unused)) {
+      // The queue closed: the core removed us, or we overflowed under `disconnect`.
+      if (out_->overflowed()) {
+        gather_.copy(ws::make_frame(
+          ws::opcode::text,
+          json::make_error("backpressure_overflow",
+                           "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
+                             + " messages; disconnecting")));
+        close_with(ws::close_normal, "backpressure overflow");
+      } else {
+        close_with(ws::close_normal, "EOF");
+      }
+    }
+    for (auto& item : batch_)
+      gather_.ref(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
+  }
+  if (close_pending_ && !close_sent_) {
+    auto [code, reason] = *close_pending_;
+    gather_.copy(ws::make_close_frame(code, reason));
+    close_reason_ = reason;
+    close_pending_.reset();
+    close_sent_ = true;
+  }
+  return !gather_.empty();
+}
+
+void ws_session::write_more() {
+  while (!writing_ && !finished_) {
+    if (gather_.done()) {
+      bool was_close = close_sent_ && !gather_.empty();
+      batch_.clear();
+      gather_.clear();
+      if (was_close) {
+        // Our close frame is out. A reply (or a failure) ends the session; otherwise wait
+        // (bounded by the close timer) for the client's answer, which the read loop sees.
+        if (close_is_final_)
+          finish(peer_end::removed, close_reason_);
+        return;
+      }
+      if (close_sent_ || !fill_batch()) {
+        // Reading may have waited for control frames to drain.
+        if (ctrl_.size() <= control_read_pause)
+          read_more();
+        return;
+      }
+    }
+    if (conn_->secure()) {
+      gather_.linearize(tls_buf_);
+      writing_ = true;
+      conn_->async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code ec,
+                                                                   size_t) {
+        self->writing_ = false;
+        if (ec) {
+          self->finish(peer_end::lost, "write failed: " + ec.message());
+          return;
+        }
+        self->gather_.consume(self->gather_.size());
+        self->write_more();
+      });
+      return;
+    }
+    boost::system::error_code ec;
+    if (conn_->write_now(gather_, ec))
+      continue;
+    if (ec) {
+      finish(peer_end::lost, "write failed: " + ec.message());
+      return;
+    }
+    writing_ = true;
+    conn_->async_wait_writable([self = shared_from_this()](boost::system::error_code ec) {
+      self->writing_ = false;
+      if (ec) {
+        if (!self->finished_)
+          self->finish(peer_end::lost, "write failed: " + ec.message());
+        return;
+      }
+      self->write_more();
+    });
+    return;
+  }
+}
+
+// -- ending -------------------------------------------------------------------------------
+
+void ws_session::finish(peer_end why, std::string reason, bool limit) {
+  if (finished_)
+    return;
+  finished_ = true;
+  timer_.cancel();
+  if (out_)
+    out_->on_ready(nullptr);
+  if (registered_) {
+    if (phase_ == phase::attached)
+      log(log_level::info, component,
+          "client " + to_string(client_id_) + " removed: " + reason);
+    // The end travels behind the client's last message (one road into the core), with
+    // whatever input still waited for room.
+    input_.add_event(source_event::make_detach(why, std::move(reason), limit));
+    in_->push_final(input_);
+  }
+  close_transport();
+  srv_->untrack(this); // Last: every caller holds its own reference.
+}
+
+void ws_session::close_transport() {
+  if (!conn_->secure() || writing_) {
+    conn_->close();
+    return;
+  }
+  // TLS: close_notify first, bounded by a short timer, then the socket.
+  timer_.expires_after(std::chrono::milliseconds{500});
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec)
+      self->conn_->close();
+  });
+  conn_->async_shutdown([self = shared_from_this()](boost::system::error_code) {
+    self->timer_.cancel();
+    self->conn_->close();
+  });
+}
+
+} // namespace broker::internal

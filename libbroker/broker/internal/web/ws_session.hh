@@ -1,0 +1,136 @@
+#pragma once
+
+// ws_session: one WebSocket client of the JSON API v1 (spec/websocket-v1.md §3-§8).
+//
+// Owner: the session runs on its connection's strand; the server's session table and the
+// handlers of pending operations keep it alive. Other threads reach it only through posts
+// gated by the server (send queue ready, inbox room, the core's attach answer, shutdown).
+//
+// Flow:
+//   1. http_session validated the upgrade; the session writes the 101 response (and
+//      processes frames that came with the request).
+//   2. The first text message must be a JSON array of topic strings; otherwise an error
+//      frame, then close 1008. The session posts core_state::add_client() and sends the ack
+//      only after the core ran it, so anything published after the ack reaches the client.
+//   3. Input in batches: each read takes what the socket has; every complete frame is
+//      decoded on the strand, straight from the read buffer, and all data messages of the
+//      read go to the inbox in one push. Bad input gets an error frame, the connection stays
+//      open. While the inbox is full (messages, or broker.max-input-bytes), or while many
+//      control frames wait to be written, the session stops reading (TCP back-pressure).
+//      Budgets end the session with an error naming the option: more subscriptions than
+//      broker.web-socket.max-subscriptions, more unread control output than
+//      broker.max-pending-control-bytes.
+//   4. Output in gathered writes: control frames (101, ack, errors, pongs, close) and every
+//      message the core queued go out in one system call, each message as its cached frame
+//      shared by all clients (message_impl::ws_frame()). On overflow under `disconnect` the
+//      client gets a backpressure_overflow error frame, then close 1000.
+//   5. Closing: a client's close frame is answered with the same code; a violation of the
+//      protocol with 1002/1003/1007/1009. After our own close frame the session waits for
+//      the client's (bounded), then ends. Ending pushes a detach event into the inbox, after
+//      the client's last message (one road into the core).
+
+#include "broker/internal/codec/json.hh"
+#include "broker/internal/config/logger.hh"
+#include "broker/internal/core/send_queue.hh"
+#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/io/gather.hh"
+#include "broker/internal/io/stream.hh"
+#include "broker/internal/web/ws_frame.hh"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace broker::internal {
+
+class server_impl;
+
+class ws_session : public std::enable_shared_from_this<ws_session> {
+public:
+  /// `response` is the 101 answer to send first; `early` holds bytes that arrived behind
+  /// the upgrade request.
+  ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
+             std::string response, std::string_view early);
+  ~ws_session();
+
+  ws_session(const ws_session&) = delete;
+  ws_session& operator=(const ws_session&) = delete;
+
+  /// Sends the 101 response and starts reading. Pre: the server tracks the session.
+  void start();
+
+  /// Sends close 1000 after the frames already taken from the queue (any thread).
+  void close_for_shutdown();
+
+  /// Ends the session at once (any thread).
+  void abort();
+
+private:
+  enum class phase : uint8_t { awaiting_filter, attaching, attached };
+
+  /// Writes through the endpoint's logger (defined in server.cc).
+  void log(log_level level, std::string_view component, std::string_view message) const;
+
+  // -- reading
+  void read_more();
+  void on_read(const boost::system::error_code& ec, size_t n);
+  void handle_events();
+  void on_first_message(std::string_view text);
+  void on_attached();
+  void on_text(std::string_view text);
+  void flush_input();
+  bool input_blocked() const noexcept;
+
+  // -- writing
+  void write_more();
+  bool fill_batch();
+  void queue_control(std::string frame);
+  /// Queues a close frame behind what is pending. `final`: end the session once it is
+  /// written (a reply to the client's close, or a protocol failure); otherwise wait for
+  /// the client's answer (bounded).
+  void close_with(uint16_t code, std::string reason, bool final = false);
+
+  // -- ending
+  void finish(peer_end why, std::string reason, bool limit = false);
+  void close_transport();
+
+  std::shared_ptr<server_impl> srv_;
+  std::unique_ptr<stream> conn_;
+  boost::asio::steady_timer timer_;
+  ws::reader reader_;
+  std::string address_;
+  uint16_t port_ = 0;
+  phase phase_ = phase::awaiting_filter;
+
+  // Attachment to the core.
+  uint64_t id_ = 0;
+  endpoint_id client_id_ = endpoint_id::random();
+  std::shared_ptr<send_queue> out_;
+  std::shared_ptr<source_inbox> in_;
+  bool registered_ = false; ///< add_client() is posted: the end must detach the client.
+
+  // Input.
+  input_batch input_;
+  json::decoder decoder_; ///< Reuses its scratch memory from message to message.
+  size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
+  bool reading_ = false;
+  bool read_paused_ = false; ///< Waiting for inbox room or for control frames to drain.
+
+  // Output.
+  std::string ctrl_;        ///< Control frames waiting, in order.
+  send_batch batch_;        ///< Messages of the write in flight.
+  gather_buffer gather_;    ///< The write in flight.
+  std::string tls_buf_;     ///< Its linear copy (TLS only).
+  bool writing_ = false;
+  std::optional<std::pair<uint16_t, std::string>> close_pending_; ///< After the queue.
+  bool close_is_final_ = false;
+  bool close_sent_ = false;
+  std::string close_reason_;
+
+  bool finished_ = false;
+};
+
+} // namespace broker::internal

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""System tests: broker-node's command line, exit codes, signals and ping/pong modes.
+
+Usage: cli.py <path to broker-node>
+"""
+
+import os
+import signal
+import socket
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+
+from brokertest import peer as bp  # noqa: E402
+from brokertest.checks import check, run_tests  # noqa: E402
+from brokertest.net import free_port  # noqa: E402
+from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
+from brokertest.procs import Cleanup, run_once  # noqa: E402
+
+EXIT_CLEAN, EXIT_INVALID_CONFIG, EXIT_RUNTIME_FAILURE = 0, 1, 2
+PINGS = 5
+PAYLOAD_SIZE = 100
+
+
+def test_help(binary):
+    """--help prints the option table, program options included, and exits 0"""
+    for flag in ("--help", "-h"):
+        code, out, _ = run_once(binary, [flag])
+        check(code == EXIT_CLEAN, "%s exits 0, got %d" % (flag, code))
+        for text in ("-t, --topics", "--peers", "--peer-retry", "-m, --mode", "-v, --verbose",
+                     "-r, --rate", "--listen-address", "-p, --broker.port",
+                     "--broker.peer-buffer-size", "--config-file"):
+            check(text in out, "%s lists %s:\n%s" % (flag, text, out))
+
+
+def test_invalid_configuration(binary):
+    """invalid options exit 1 with a message that names the option"""
+    cases = [
+        (["--no-such-option"], "no-such-option"),
+        (["--peer-retry=soon"], "peer-retry"),
+        (["--peers", "127.0.0.1"], "peers"),
+        (["--peers", "tcp://127.0.0.1:0"], "peers"),
+        (["-m", "dance"], "mode"),
+        (["-m", "ping"], "topics"),
+        (["-t", "<$>/local"], "topics"),
+        (["--broker.peer-buffer-size=0"], "broker.peer-buffer-size"),
+        (["--listen-address=not-an-address"], "not-an-address"),
+        (["stray-argument"], "stray-argument"),
+    ]
+    for args, name in cases:
+        code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
+        check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (args, code, err))
+        check(name in err, "the error for %s names %s: %s" % (args, name, err))
+
+
+def test_port_in_use(binary):
+    """a peering, WebSocket or metrics port that cannot be bound is a runtime failure: exit 2"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        for args in (["-p", port], ["--broker.web-socket.port=" + port],
+                     ["--broker.metrics.port=" + port]):
+            code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
+            check(code == EXIT_RUNTIME_FAILURE,
+                  "%s: exit 2 for a port in use, got %d: %s" % (args, code, err))
+            check("in use" in err, "%s: the error says why: %s" % (args, err))
+
+
+def test_signals(binary):
+    """SIGINT and SIGTERM end the node cleanly with exit code 0"""
+    with Cleanup() as cleanup:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            node = cleanup.add(Node(binary, ["-t", "/t"], "N"))
+            node.send_signal(sig)
+            check(node.wait_exit() == EXIT_CLEAN, "exit 0 after %s\n%s" % (sig, node.describe()))
+
+
+def test_config_file_and_environment(binary):
+    """topics from --config-file and the port from BROKER_PORT reach the handshake"""
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "node.cfg")
+        with open(path, "w") as f:
+            f.write('topics = ["/from/file"]\nbroker { disable-ssl = true }\n')
+        port = free_port()
+        node = cleanup.add(Node(binary, ["--config-file", path], "N", plain=False,
+                                env={"BROKER_PORT": str(port)}))
+        check(node.port == port, "listening on BROKER_PORT %d, got %d" % (port, node.port))
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
+        check(b"/from/file" in peer.remote_filter, "filter %s" % peer.remote_filter)
+
+
+def test_ping_pong(binary):
+    """ping mode times N round trips against a pong node and exits 0"""
+    with Cleanup() as cleanup:
+        pong = cleanup.add(Node(binary, ["-m", "pong", "-t", "/pp", "-v"], "pong"))
+        ping = cleanup.add(Node(binary, ["-m", "ping", "-t", "/pp", "-n", str(PINGS), "-s",
+                                         str(PAYLOAD_SIZE), "--peers", peer_uri(pong.port),
+                                         "--no-listen"], "ping", listen=False))
+        check(ping.wait_exit() == EXIT_CLEAN, "ping exits 0\n" + ping.describe())
+        rtts = ping.matching(lambda l: l.startswith("rtt "))
+        check([int(l.split()[1]) for l in rtts] == list(range(1, PINGS + 1)),
+              "rtt lines: %s" % rtts)
+        summary = ping.matching(lambda l: l.startswith("summary "))
+        check(len(summary) == 1 and "sent=%d received=%d lost=0" % (PINGS, PINGS) in summary[0],
+              "summary: %s" % summary)
+        # Ping 0 is the rendezvous (repeated until answered); 1..PINGS are measured.
+        pings = pong.matching(lambda l: l.startswith('received /pp ("ping", ')
+                              and not l.startswith('received /pp ("ping", 0, '))
+        check(len(pings) == PINGS, "the ponger saw %d pings: %s" % (PINGS, pings))
+        check(("x" * PAYLOAD_SIZE) in pings[0], "the ping carries the payload")
+
+
+def test_ping_without_ponger(binary):
+    """ping mode exits 2 when no pong answers its rendezvous within --ping-timeout"""
+    with Cleanup() as cleanup:
+        relay = cleanup.add(Node(binary, ["-t", "/other"], "relay"))
+        ping = cleanup.add(Node(binary, ["-m", "ping", "-t", "/pp", "--ping-timeout", "1",
+                                         "--peers", peer_uri(relay.port)], "ping"))
+        check(ping.wait_exit() == EXIT_RUNTIME_FAILURE, "ping exits 2\n" + ping.describe())
+
+
+def test_rate(binary):
+    """-r prints a rate line every second"""
+    with Cleanup() as cleanup:
+        node = cleanup.add(Node(binary, ["-t", "/t", "-r"], "N"))
+        node.wait_count(lambda l: l.startswith("rate: ") and l.endswith(" messages/s"), 2,
+                        what="two rate lines")
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
+        peer.publish_many("/t", [bp.encode_count(i) for i in range(10)])
+        node.wait_for(lambda l: l.startswith("rate: ") and l != "rate: 0 messages/s",
+                      what="a non-zero rate")
+        check(not node.matching(is_status("peer_added")), "-r alone prints no status lines")
+
+
+if __name__ == "__main__":
+    run_tests([test_help, test_invalid_configuration, test_port_in_use, test_signals,
+               test_config_file_and_environment, test_ping_pong, test_ping_without_ponger,
+               test_rate], limit=90)
