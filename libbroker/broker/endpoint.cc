@@ -341,6 +341,7 @@ internal::store_settings store_settings_of(const configuration& cfg) {
   st.timeout_intervals = static_cast<uint32_t>(cfg.store_timeout_intervals());
   st.request_timeout = std::chrono::milliseconds{cfg.store_request_timeout()};
   st.probe_timeout = std::chrono::milliseconds{cfg.store_master_probe_timeout()};
+  st.tick_interval = std::chrono::milliseconds{cfg.store_tick_interval()};
   return st;
 }
 
@@ -372,17 +373,18 @@ expected<store> endpoint::attach_master(const std::string& name, backend type,
   const auto& cfg = ctx_->config();
   auto st = store_settings_of(cfg);
   auto id = ctx_->next_id();
-  auto fe = std::make_shared<internal::store_frontend>(name, true, id, to_string(node_id()),
+  auto fe = std::make_shared<internal::store_frontend>(name, true, id,
+                                                       internal::entity_id{node_id(), id},
                                                        st.request_timeout);
   if (!ctx_->add_store(fe))
     return error{ec::master_exists, "store " + name + " already has a master on this endpoint"};
   auto backend_ptr = std::make_shared<std::unique_ptr<internal::store_backend>>(std::move(*be));
-  auto uid = random_uid();
+  internal::entity_id self{node_id(), random_uid()};
   auto started = internal::spawn_store(
-    *rt, id, handler_kind::store_master, internal::master_topic(name), cfg.store_buffer_size(),
-    std::chrono::milliseconds{cfg.store_tick_interval()}, fe,
-    [name, uid, backend_ptr, st](internal::store_env& env) {
-      return internal::make_master_logic(name, uid, std::move(*backend_ptr), st, env);
+    *rt, id, handler_kind::store_master, internal::store_topics(name, true),
+    cfg.store_buffer_size(), st.tick_interval, fe,
+    [name, self, backend_ptr, st](internal::store_env& env) {
+      return internal::make_master_logic(name, self, std::move(*backend_ptr), st, env);
     });
   if (!started) {
     ctx_->remove_store(fe);
@@ -427,15 +429,16 @@ expected<store> endpoint::attach_clone(const std::string& name) {
   const auto& cfg = ctx_->config();
   auto st = store_settings_of(cfg);
   auto id = ctx_->next_id();
-  auto fe = std::make_shared<internal::store_frontend>(name, false, id, to_string(node_id()),
+  auto fe = std::make_shared<internal::store_frontend>(name, false, id,
+                                                       internal::entity_id{node_id(), id},
                                                        st.request_timeout);
   ctx_->add_store(fe);
-  auto uid = random_uid();
+  internal::entity_id self{node_id(), random_uid()};
   auto started = internal::spawn_store(
-    *rt, id, handler_kind::store_clone, internal::clone_topic(name), cfg.store_buffer_size(),
-    std::chrono::milliseconds{cfg.store_tick_interval()}, fe,
-    [name, uid, st](internal::store_env& env) {
-      return internal::make_clone_logic(name, uid, st, env);
+    *rt, id, handler_kind::store_clone, internal::store_topics(name, false),
+    cfg.store_buffer_size(), st.tick_interval, fe,
+    [name, self, st](internal::store_env& env) {
+      return internal::make_clone_logic(name, self, st, env);
     });
   if (!started) {
     ctx_->remove_store(fe);

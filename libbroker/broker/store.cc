@@ -12,6 +12,11 @@
 
 namespace broker {
 
+using internal::make_op_add;
+using internal::make_op_clear;
+using internal::make_op_erase;
+using internal::make_op_put;
+using internal::make_op_subtract;
 using internal::store_frontend;
 using internal::store_logic;
 using internal::store_reply;
@@ -110,17 +115,20 @@ expected<data> store::keys() const {
 
 // -- writes -------------------------------------------------------------------------------
 
-error store::write(data op) const {
-  if (!fe_)
+namespace {
+
+error write_op(const std::shared_ptr<store_frontend>& fe, internal::store_op op) {
+  if (!fe)
     return closed_error();
-  return fe_->write(std::move(op));
+  return fe->write(std::move(op));
 }
+
+} // namespace
 
 error store::put(data key, data value, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_put(std::move(key), std::move(value), expiry,
-                                     fe_->publisher()));
+  return write_op(fe_, make_op_put(std::move(key), std::move(value), expiry, fe_->publisher()));
 }
 
 expected<bool> store::put_unique(data key, data value, std::optional<timespan> expiry) {
@@ -145,69 +153,73 @@ expected<bool> store::put_unique(data key, data value, std::optional<timespan> e
 error store::erase(data key) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_erase(std::move(key), fe_->publisher()));
+  return write_op(fe_, make_op_erase(std::move(key), fe_->publisher()));
 }
 
 error store::clear() {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_clear(fe_->publisher()));
+  return write_op(fe_, make_op_clear(fe_->publisher()));
 }
 
 error store::increment(data key, data amount, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
   auto init = amount.get_type(); // A missing key starts at zero of the amount's type.
-  return write(internal::make_op_add(std::move(key), std::move(amount), init, expiry,
-                                     fe_->publisher()));
+  auto op = make_op_add(std::move(key), std::move(amount), init, expiry, fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::decrement(data key, data amount, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_subtract(std::move(key), std::move(amount), expiry,
-                                          fe_->publisher()));
+  auto op = make_op_subtract(std::move(key), std::move(amount), expiry, fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::append(data key, data str, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_add(std::move(key), std::move(str), data::type::string,
-                                     expiry, fe_->publisher()));
+  auto op = make_op_add(std::move(key), std::move(str), data::type::string, expiry,
+                        fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::insert_into(data key, data element, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_add(std::move(key), std::move(element), data::type::set,
-                                     expiry, fe_->publisher()));
+  auto op = make_op_add(std::move(key), std::move(element), data::type::set, expiry,
+                        fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::insert_into(data key, data index, data value, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_add(std::move(key), vector{std::move(index), std::move(value)},
-                                     data::type::table, expiry, fe_->publisher()));
+  auto op = make_op_add(std::move(key), vector{std::move(index), std::move(value)},
+                        data::type::table, expiry, fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::remove_from(data key, data element, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_subtract(std::move(key), std::move(element), expiry,
-                                          fe_->publisher()));
+  auto op = make_op_subtract(std::move(key), std::move(element), expiry, fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::push(data key, data value, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_add(std::move(key), std::move(value), data::type::vector,
-                                     expiry, fe_->publisher()));
+  auto op = make_op_add(std::move(key), std::move(value), data::type::vector, expiry,
+                        fe_->publisher());
+  return write_op(fe_, std::move(op));
 }
 
 error store::pop(data key, std::optional<timespan> expiry) {
   if (!fe_)
     return closed_error();
-  return write(internal::make_op_subtract(std::move(key), data{}, expiry, fe_->publisher()));
+  return write_op(fe_, make_op_subtract(std::move(key), data{}, expiry, fe_->publisher()));
 }
 
 // -- synchronization ----------------------------------------------------------------------
@@ -344,7 +356,7 @@ store::request_id store::proxy::keys() {
 
 store::request_id store::proxy::put_unique(data key, data value,
                                            std::optional<timespan> expiry) {
-  std::string publisher = store_.fe_ ? store_.fe_->publisher() : std::string{};
+  auto publisher = store_.fe_ ? store_.fe_->publisher() : internal::entity_id{};
   return send_query(store_.fe_, state_, next_id_++,
                     [key = std::move(key), value = std::move(value), expiry,
                      publisher](store_logic& logic, timestamp now, store_reply reply) mutable {

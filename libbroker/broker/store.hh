@@ -161,8 +161,6 @@ public:
   explicit store(std::shared_ptr<internal::store_frontend> fe) noexcept;
 
 private:
-  error write(data op) const;
-
   std::shared_ptr<internal::store_frontend> fe_;
 };
 

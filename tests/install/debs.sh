@@ -61,7 +61,7 @@ getent passwd broker >/dev/null || fail "the postinst did not create the user br
 [ -e /etc/systemd/system/multi-user.target.wants/broker-node.service ] \
   || fail "broker-node.service is not enabled"
 /usr/bin/broker-node --check-config --config-file=/etc/broker/broker.conf
-/usr/bin/python3 -B "$tests/node_systemd.py" /usr/bin/broker-node \
+/usr/bin/python3 -B "$tests/node/systemd.py" /usr/bin/broker-node \
   /lib/systemd/system/broker-node.service /etc/broker/broker.conf
 "$here/consumer.sh" --prefix /usr cmake c++ || fail "consumer of the installed packages"
 purge

@@ -1,72 +1,77 @@
 #pragma once
 
-// The reliable, ordered channel that keeps data-store clones consistent with their master
-// (DESIGN.md §8), as two pure state machines: messages and time in, messages out. No sockets,
-// no threads, no clock. It mirrors the ideas of Broker's store channel (spec/peering-wire.md
-// §6.5: attach_writer, keepalive, cumulative_ack, nack, ack_clone, retransmit_failed), not its
-// bytes.
+// The reliable, ordered channel between a data store's master and its clones (DESIGN.md §8),
+// as two pure state machines: messages and time in, messages out. No sockets, no threads, no
+// clock. Its messages are those of Zeek Broker's store channel, so that the owners can put
+// them on the wire as Broker's commands (store_wire.hh, doc/protocol/stores.md):
 //
-// Ownership: one `producer` per master and one `consumer` per clone, each owned and driven by
-// its store actor (single-threaded use). The owner maps consumer handles to endpoints, moves
-// messages (encode()/decode() turn them into `data` for a topic), passes the time, and owns
-// the store state: the channel never interprets payloads or snapshots.
+//   channel message        command on the wire
+//   attach{id}             nack{[0]}, sent by entity (endpoint, base + id)
+//   handshake              ack_clone (with a snapshot) or attach_writer (without)
+//   event                  an action (put, erase, ...) with its sequence number
+//   heartbeat              keepalive
+//   cumulative_ack, nack   cumulative_ack, nack
+//   retransmit_failed      retransmit_failed
 //
-// Flow:
-//   1. A clone's consumer starts by sending `attach{id}` and repeats it on tick() until a
-//      `handshake` answering that id arrives. Every (re-)attach takes a new id.
-//   2. On `attach` the producer takes a snapshot through the owner's callback and answers
-//      `handshake{epoch, id, first_seq = next sequence number, snapshot, interval}`.
-//   3. The consumer applies the snapshot through its owner's callback and from then on
-//      delivers events in order, exactly once, starting at first_seq.
-//   4. produce() numbers a payload, keeps it in the retransmit buffer and broadcasts
-//      `event`. The consumer buffers out-of-order events (bounded), drops duplicates and
-//      sends `nack` for gaps: when it sees one, and on tick() (at most once per heartbeat
-//      interval) while it persists.
-//   5. The consumer sends `cumulative_ack` after every `ack_every` deliveries and once per
-//      heartbeat interval (its keepalive). The producer retransmits nacked events and drops
-//      events every attached consumer has acknowledged.
-//   6. The producer broadcasts `heartbeat{last_seq}` every interval; a consumer that learns
-//      of events it has not seen nacks them.
-//   7. Recovery always goes through a fresh snapshot (back to step 1): the producer drops a
-//      consumer that stays silent or that lags beyond the retransmit buffer and tells it
-//      `retransmit_failed`; it answers acks and nacks from consumers it does not know, and
-//      nacks for events it no longer holds, the same way. A consumer re-attaches on a
-//      retransmit_failed for an event it lacks, after a silent producer, and when a message
-//      shows a new producer epoch (the master restarted).
+// Ownership: a `producer` and a `consumer` per direction, each owned and driven by its store
+// (single-threaded use). The owner maps handles and epochs to entities, moves messages and
+// passes the time; the channel never interprets payloads or snapshots.
 //
-// Epochs: every producer incarnation has an owner-chosen epoch id, unique per incarnation
-// (e.g. random, or a start time; no order needed), that all messages but `attach` carry,
-// because sequence numbers restart with the producer. A consumer takes a message of another
-// epoch as a sign of a restart and re-attaches; it remembers the last few epochs it moved
-// away from and ignores their late messages. Only a handshake echoing the consumer's current
-// attach id ends an attach, so late handshakes never count, and a consumer never waits on a
-// producer that is gone.
+// Two uses, as in Broker:
+//   - master -> clones (snapshot mode): the producer has a snapshot function. A consumer
+//     asks with attach; the producer adds it and answers a handshake that carries the state
+//     and the offset: the consumer applies the state and expects offset + 1 next.
+//   - clone -> master (writer mode): the producer has no snapshot function. The owner adds
+//     the master with add(); the producer sends the handshake unasked and repeats it every
+//     heartbeat interval until an ack arrives. The master's consumer starts passive, from
+//     that handshake (consumer::accept()).
 //
-// Broadcasts: an output without a destination goes to every attached consumer. The owner may
-// publish it once on the clones' topic, reaching unattached consumers too; they tolerate it.
+// Flow, once attached:
+//   1. produce() numbers a payload (the first gets offset + 1; numbering starts at 2, as in
+//      Broker), keeps it while some consumer may nack it, and broadcasts `event` (nothing
+//      while no consumer is attached).
+//   2. The consumer delivers events in order exactly once, buffers out-of-order ones (bounded)
+//      and nacks gaps: when it sees one, and again every heartbeat interval while it lasts.
+//   3. The consumer acks after every `ack_every` deliveries and once per heartbeat interval
+//      (its keepalive). A nack also acknowledges everything below its first sequence number.
+//      The producer trims what every consumer acknowledged.
+//   4. The producer broadcasts `heartbeat{last_seq}` once per interval; a consumer learns of
+//      events it has not seen and nacks them.
+//   5. The producer answers a nack with the events it holds, and with retransmit_failed for
+//      each it no longer holds (and with one retransmit_failed to a consumer it does not
+//      know). A snapshot-mode consumer that lacks such an event re-attaches; a passive one
+//      skips it (the owner is told: a lost write).
+//
+// Recovery (snapshot mode) always goes through a fresh attach with a new id, which the owner
+// turns into a new consumer entity: the producer sees a new consumer and answers with a fresh
+// snapshot; the old path is dropped when it falls silent. A consumer re-attaches after a
+// retransmit_failed for an event it lacks, after hearing nothing for timeout_intervals
+// heartbeat intervals, when a gap stays unfilled that long (a producer that forgot the
+// consumer ignores its nacks), and when a message shows another epoch (a new master).
+//
+// Epochs: the owner gives every producer incarnation an epoch (a digest of its entity) and
+// stamps it on everything that producer sends. A consumer takes a message of another epoch as
+// a sign of a new master and re-attaches; it remembers the last few epochs it moved away
+// from and ignores their late messages. Only a handshake for the consumer's current attach id
+// ends an attach, so late handshakes never count.
 //
 // Guarantees: between two snapshots a consumer delivers the producer's events in order,
 // exactly once, without gaps, starting right after its snapshot, so the owner's state is
 // always one the master had. Whenever a producer stays up and some messages get through each
 // way, every consumer catches up (the tests drive loss, duplication, reordering, one- and
-// two-way partitions and restarts). Not covered: persisting the master's state across
-// restarts (the owner's backend does), hostile peers, and flow control beyond the bounds.
-// Time passed in should not go backwards (if it does, timers merely fire late).
-//
-// The other direction (clone writes to the master) can use the same machinery: each clone runs
-// a producer whose only consumer is the master, and the master runs one consumer per clone.
-// The snapshot is then `nil` (a fresh attach means "from here on"), and a re-attach tells the
-// master that writes may have been lost.
+// two-way partitions and restarts). In writer mode nothing gives up for silence, so writes
+// survive outages of any length exactly once (as long as both sides keep their state).
 
-#include "broker/data.hh"
-#include "broker/error.hh"
+#include "broker/internal/store/store_wire.hh"
 #include "broker/time.hh"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -75,14 +80,20 @@
 
 namespace broker::internal::channel {
 
-/// Numbers events from 1; 0 means "none yet".
+/// Numbers events; 0 means "none".
 using sequence_number = uint64_t;
 
 /// Identifies one producer incarnation.
 using epoch_id = uint64_t;
 
-/// The owner's opaque name for one consumer.
-using consumer_handle = uint64_t;
+/// Names a consumer (snapshot mode) or a producer's peer: the store entity.
+using handle = store_wire::entity_id;
+
+/// What an event carries: one action command's fields.
+using payload = store_wire::content;
+
+/// What a snapshot-mode handshake carries.
+using state_ptr = std::shared_ptr<const store_wire::snapshot>;
 
 // -- messages, producer to consumer -------------------------------------------------------
 
@@ -90,27 +101,27 @@ using consumer_handle = uint64_t;
 struct event {
   epoch_id epoch = 0;
   sequence_number seq = 0;
-  data payload;
+  payload content;
 };
 
-/// The producer is alive and has produced up to `last_seq` (0: nothing).
+/// The producer is alive and has produced up to `seq`.
 struct heartbeat {
   epoch_id epoch = 0;
-  sequence_number last_seq = 0;
+  sequence_number seq = 0;
 };
 
-/// Answers `attach{attach_id}`: apply `snapshot`, then expect `first_seq` (>= 1). The
-/// consumer uses `heartbeat_interval` (> 0) for its acks, nack retries and silence detection.
+/// Apply `state` (snapshot mode), then expect offset + 1. `attach_id` names the attach it
+/// answers (snapshot mode; the owner reads it from the receiver entity). The consumer uses
+/// `heartbeat_interval` (> 0) for its acks, nack retries and silence detection.
 struct handshake {
   epoch_id epoch = 0;
   uint64_t attach_id = 0;
-  sequence_number first_seq = 0;
-  data snapshot;
+  sequence_number offset = 0;
   timespan heartbeat_interval{};
+  state_ptr state;
 };
 
-/// The producer cannot serve event `seq` to this consumer: it dropped the consumer, never
-/// knew it, or no longer holds the event. A consumer that lacks `seq` re-attaches.
+/// The producer cannot serve event `seq` to this consumer.
 struct retransmit_failed {
   epoch_id epoch = 0;
   sequence_number seq = 0;
@@ -118,22 +129,18 @@ struct retransmit_failed {
 
 // -- messages, consumer to producer -------------------------------------------------------
 
-/// Asks for a handshake (join or rejoin). `id` is new for every attach of a consumer (its
-/// retries repeat it); the handshake echoes it.
+/// Asks for a handshake (join or rejoin); `id` is new for every attach of a consumer.
 struct attach {
   uint64_t id = 0;
 };
 
 /// Everything up to and including `seq` was delivered. Also the consumer's keepalive.
 struct cumulative_ack {
-  epoch_id epoch = 0;
   sequence_number seq = 0;
 };
 
-/// Please resend these events (non-empty, each >= 1; consumers list them ascending, the
-/// producer does not rely on it).
+/// Please resend these events (non-empty, each >= 1, ascending).
 struct nack {
-  epoch_id epoch = 0;
   std::vector<sequence_number> seqs;
 };
 
@@ -141,31 +148,7 @@ struct nack {
 using message =
   std::variant<event, heartbeat, handshake, retransmit_failed, attach, cumulative_ack, nack>;
 
-bool operator==(const event& x, const event& y);
-bool operator==(const heartbeat& x, const heartbeat& y);
-bool operator==(const handshake& x, const handshake& y);
-bool operator==(const retransmit_failed& x, const retransmit_failed& y);
-bool operator==(const attach& x, const attach& y);
-bool operator==(const cumulative_ack& x, const cumulative_ack& y);
-bool operator==(const nack& x, const nack& y);
-
-/// Encodes `msg` as a `data` vector whose first element is a kind tag (a count):
-///   event             [0, epoch, seq, payload]
-///   heartbeat         [1, epoch, last_seq]
-///   handshake         [2, epoch, attach_id, first_seq, snapshot, heartbeat_interval]
-///   retransmit_failed [3, epoch, seq]
-///   attach            [4, id]
-///   cumulative_ack    [5, epoch, seq]
-///   nack              [6, epoch, [seq, ...]]
-/// Epochs, ids and sequence numbers are counts; heartbeat_interval is a timespan.
-data encode(const message& msg);
-
-/// The inverse of encode(). Total: anything that is not exactly one of the shapes above
-/// (wrong size, wrong element type, unknown tag, seq 0 where >= 1 is required, an empty nack,
-/// a non-positive interval) is ec::invalid_message with a text naming the problem.
-expected<message> decode(const data& x);
-
-/// For logs and test failures, e.g. "event(epoch=7, seq=3, payload=42)".
+/// For logs and test failures, e.g. "event(epoch=7, seq=3, put)".
 std::string to_string(const message& msg);
 
 // -- producer -----------------------------------------------------------------------------
@@ -182,23 +165,26 @@ inline constexpr size_t default_max_buffered_events = 8192;
 /// Default cap on the sequence numbers one nack carries or the producer serves from one nack.
 inline constexpr size_t default_max_nack_seqs = 256;
 
-/// Producer settings. Pre: heartbeat_interval > 0, timeout_intervals >= 1,
-/// max_buffered_events >= 1, max_nack_seqs >= 1.
+/// Producer settings. Pre: heartbeat_interval > 0, max_buffered_events >= 1,
+/// max_nack_seqs >= 1.
 struct producer_config {
   timespan heartbeat_interval = default_heartbeat_interval;
-  /// A consumer silent this many heartbeat intervals is dropped.
+  /// A consumer silent this many heartbeat intervals is dropped; 0: never.
   uint32_t timeout_intervals = default_timeout_intervals;
   /// A consumer that would need more buffered events than this is dropped.
   size_t max_buffered_events = default_max_buffered_events;
   /// Retransmits served per nack; the rest of a longer nack is ignored.
   size_t max_nack_seqs = default_max_nack_seqs;
+  /// Heartbeats also while no consumer is attached (a master: consumers of its previous
+  /// incarnation learn of the new one at once).
+  bool heartbeat_always = false;
 };
 
-/// The master's side. See the flow at the top of this file.
+/// The sending side. See the flow at the top of this file.
 class producer {
 public:
-  /// Returns the owner's current state. Called on every attach.
-  using snapshot_fn = std::function<data()>;
+  /// Returns the owner's current state; called for every snapshot-mode handshake.
+  using snapshot_fn = std::function<state_ptr()>;
 
   /// Why the producer let go of a consumer.
   enum class drop_reason : uint8_t {
@@ -207,72 +193,97 @@ public:
   };
 
   /// Tells the owner (logs, metrics). Must not call back into the producer.
-  using drop_fn = std::function<void(consumer_handle, drop_reason)>;
+  using drop_fn = std::function<void(const handle&, drop_reason)>;
 
-  /// A message to send; `to` empty means every attached consumer (a broadcast).
+  /// A message to send; `to` empty means a broadcast.
   struct output {
-    std::optional<consumer_handle> to;
+    std::optional<handle> to;
     message msg;
   };
 
   using outputs = std::vector<output>;
 
-  /// Pre: `snapshot` is callable, `cfg` as documented.
+  /// `snapshot` empty: writer mode. Pre: `cfg` as documented.
   producer(epoch_id epoch, producer_config cfg, snapshot_fn snapshot, drop_fn on_drop = {});
 
-  /// Numbers `payload` and broadcasts it (also with no consumer attached, so that consumers
-  /// of an earlier incarnation notice the new epoch). May drop lagging consumers.
-  outputs produce(data payload);
+  /// Numbers `content` and broadcasts it, unless no consumer is attached. May drop lagging
+  /// consumers.
+  outputs produce(payload content);
 
-  /// Processes a message from consumer `from`: attach, cumulative_ack or nack. Other kinds
-  /// are ignored.
-  outputs handle(consumer_handle from, const message& msg, timestamp now);
+  /// Writer mode: opens a path to `peer` and sends it the handshake (repeated on tick()
+  /// until `peer` acknowledges). Nothing happens if `peer` is known already.
+  outputs add(const handle& peer, timestamp now);
 
-  /// Drops silent consumers and, with at least one consumer attached, broadcasts a heartbeat
-  /// once per interval. Call at least once per heartbeat interval.
+  /// Processes a message from `from`: attach, cumulative_ack or nack. Other kinds are
+  /// ignored. An attach from an unknown consumer adds it in snapshot mode only.
+  outputs handle_message(const handle& from, const message& msg, timestamp now);
+
+  /// Drops silent consumers, heartbeats once per interval and repeats unanswered writer
+  /// handshakes. Call at least once per heartbeat interval.
   outputs tick(timestamp now);
 
-  /// Forgets `who` without telling it (e.g. the owner learned the clone is gone).
-  void detach(consumer_handle who);
+  /// Forgets `who` without telling it.
+  void detach(const handle& who);
 
   epoch_id epoch() const noexcept { return epoch_; }
 
-  /// The number of the last produced event (0: none).
-  sequence_number last_seq() const noexcept { return next_seq_ - 1; }
+  /// The number of the last produced event (1 before the first: numbering starts at 2).
+  sequence_number last_seq() const noexcept { return seq_; }
 
   /// Events held for retransmission.
   size_t buffered() const noexcept { return buffer_.size(); }
 
-  /// The attached consumers, ascending.
-  std::vector<consumer_handle> consumers() const;
+  /// Events produced so far that no consumer needs any more: acknowledged by every
+  /// consumer, or produced while none was attached (for metrics).
+  uint64_t acknowledged() const noexcept {
+    auto produced = seq_ - 1;
+    return produced - std::min<uint64_t>(produced, buffer_.size());
+  }
+
+  /// The attached consumers (or the writer's peer), ascending.
+  std::vector<handle> consumers() const;
+
+  /// True if `who` acknowledged a handshake (writer mode: the master answers).
+  bool confirmed(const handle& who) const;
 
   /// The highest sequence number `who` acknowledged, or nothing if it is not attached.
-  std::optional<sequence_number> acked(consumer_handle who) const;
+  std::optional<sequence_number> acked(const handle& who) const;
 
   const producer_config& config() const noexcept { return cfg_; }
 
 private:
-  struct peer_state {
+  struct path {
+    sequence_number offset = 0;
     sequence_number acked = 0;
+    bool confirmed = false;
     timestamp last_seen;
+    /// Snapshot mode: the handshake's state, resent as is until confirmed.
+    state_ptr state;
+    std::optional<timestamp> last_handshake;
   };
 
-  void on_attach(consumer_handle from, const attach& msg, timestamp now, outputs& out);
-  void on_ack(consumer_handle from, const cumulative_ack& ack, timestamp now, outputs& out);
-  void on_nack(consumer_handle from, const nack& msg, timestamp now, outputs& out);
-  void drop(consumer_handle who, drop_reason why, sequence_number failed, outputs& out);
-  void enforce_buffer_limit(outputs& out);
+  state_ptr take_snapshot();
+  handshake make_handshake(const path& p) const;
+  void send_handshake(const handle& to, path& p, timestamp now, outputs& out);
+  void on_attach(const handle& from, timestamp now, outputs& out);
+  void on_ack(const handle& from, sequence_number seq, timestamp now);
+  void on_nack(const handle& from, const nack& msg, timestamp now, outputs& out);
+  void drop(const handle& who, drop_reason why);
+  void enforce_buffer_limit();
   void trim_buffer();
 
   epoch_id epoch_;
   producer_config cfg_;
   snapshot_fn snapshot_;
   drop_fn on_drop_;
-  sequence_number next_seq_ = 1;
-  /// Holds the events [next_seq_ - buffer_.size(), next_seq_).
-  std::deque<data> buffer_;
-  std::map<consumer_handle, peer_state> peers_;
+  sequence_number seq_ = 1;
+  /// Holds the events [seq_ + 1 - buffer_.size(), seq_].
+  std::deque<payload> buffer_;
+  std::map<handle, path> paths_;
   std::optional<timestamp> last_heartbeat_;
+  /// The last snapshot and the seq it was taken at (shared until the next event).
+  state_ptr cached_;
+  sequence_number cached_seq_ = 0;
 };
 
 // -- consumer -----------------------------------------------------------------------------
@@ -292,7 +303,8 @@ inline constexpr size_t retired_epochs_kept = 8;
 /// Consumer settings. Pre: attach_interval > 0, every count >= 1.
 struct consumer_config {
   timespan attach_interval = default_attach_interval;
-  /// Re-attach after hearing nothing from the producer for this many heartbeat intervals.
+  /// Re-attach after hearing nothing from the producer, or seeing no progress on a known
+  /// gap, for this many heartbeat intervals (snapshot mode).
   uint32_t timeout_intervals = default_timeout_intervals;
   /// Out-of-order events held; also the window [next, next + this) that nacks cover.
   size_t max_out_of_order = default_max_out_of_order;
@@ -300,18 +312,21 @@ struct consumer_config {
   size_t max_nack_seqs = default_max_nack_seqs;
 };
 
-/// A clone's side. See the flow at the top of this file.
+/// The receiving side. See the flow at the top of this file.
 class consumer {
 public:
-  /// Replaces the owner's state with a snapshot. Must not call back into the consumer.
-  using snapshot_fn = std::function<void(const data& snapshot)>;
+  /// Replaces the owner's state (snapshot mode). Must not call back into the consumer.
+  using snapshot_fn = std::function<void(const state_ptr& state)>;
 
   /// Applies the next event's payload. Must not call back into the consumer.
-  using deliver_fn = std::function<void(const data& payload)>;
+  using deliver_fn = std::function<void(const payload& content)>;
+
+  /// Passive mode: the producer could not retransmit event `seq`; it is skipped.
+  using lost_fn = std::function<void(sequence_number seq)>;
 
   /// Where the consumer is.
   enum class state : uint8_t {
-    idle,      ///< Before start().
+    idle,      ///< Before start() or accept().
     attaching, ///< Sent attach, waiting for a handshake.
     attached,  ///< Delivering events of epoch().
   };
@@ -319,21 +334,33 @@ public:
   /// Messages to send to the producer, in order.
   using outputs = std::vector<message>;
 
-  /// Pre: both callbacks are callable, `cfg` as documented.
-  consumer(consumer_config cfg, snapshot_fn on_snapshot, deliver_fn on_deliver);
+  /// Pre: on_snapshot and on_deliver are callable, `cfg` as documented.
+  consumer(consumer_config cfg, snapshot_fn on_snapshot, deliver_fn on_deliver,
+           lost_fn on_lost = {});
 
-  /// Emits the first attach. Pre: state idle (otherwise nothing happens).
+  /// Snapshot mode: emits the first attach. Pre: state idle (otherwise nothing happens).
   outputs start(timestamp now);
 
+  /// Passive mode: starts from a handshake the producer sent unasked (writer channels).
+  /// Pre: state idle (otherwise nothing happens).
+  outputs accept(const handshake& msg, timestamp now);
+
   /// Processes a message from the producer: handshake, event, heartbeat or
-  /// retransmit_failed. Other kinds, and everything before start(), are ignored.
+  /// retransmit_failed. Other kinds, and everything before start()/accept(), are ignored.
   outputs handle(const message& msg, timestamp now);
 
   /// Repeats attach, re-nacks persistent gaps, acknowledges once per heartbeat interval and
-  /// re-attaches after a silent producer. Call at least once per heartbeat interval.
+  /// re-attaches when the producer stays silent or a gap unfilled. Call at least once per
+  /// heartbeat interval.
   outputs tick(timestamp now);
 
   state current_state() const noexcept { return state_; }
+
+  /// True if started with accept().
+  bool passive() const noexcept { return passive_; }
+
+  /// The id of the current (or last) attach.
+  uint64_t attach_id() const noexcept { return attach_id_; }
 
   /// The epoch of the current or last attachment (0 before the first handshake).
   epoch_id epoch() const noexcept { return epoch_; }
@@ -344,17 +371,18 @@ public:
   /// Out-of-order events held (while attached) or early events held (while attaching).
   size_t buffered() const noexcept { return buffer_.size() + early_.size(); }
 
-  /// Snapshots applied so far.
+  /// Snapshots (or passive handshakes) applied so far.
   size_t snapshots() const noexcept { return snapshots_; }
 
 private:
   void on_handshake(const handshake& msg, timestamp now, outputs& out);
   void on_event(const event& msg, timestamp now, outputs& out);
-  void on_heartbeat(const heartbeat& msg, timestamp now, outputs& out);
   void on_retransmit_failed(const retransmit_failed& msg, timestamp now, outputs& out);
+  void begin(const handshake& msg, timestamp now, outputs& out);
   void reattach(std::optional<epoch_id> seen, timestamp now, outputs& out);
   void retire(epoch_id x);
-  void deliver_ready();
+  /// Delivers buffered events from next_ on; true if it delivered (or skipped) any.
+  bool deliver_ready();
   void learn_last_seq(sequence_number seq, outputs& out);
   void send_ack(timestamp now, outputs& out);
   void send_nack(sequence_number from, sequence_number to, outputs& out);
@@ -364,8 +392,9 @@ private:
   consumer_config cfg_;
   snapshot_fn on_snapshot_;
   deliver_fn on_deliver_;
+  lost_fn on_lost_;
   state state_ = state::idle;
-  /// The id of the current (or last) attach.
+  bool passive_ = false;
   uint64_t attach_id_ = 0;
   epoch_id epoch_ = 0;
   /// The unknown epoch that made us re-attach, if any.
@@ -376,6 +405,8 @@ private:
   timespan interval_{};
   timestamp last_heard_;
   timestamp last_ack_;
+  /// The last delivery (or handshake): a gap older than the timeout means we were forgotten.
+  timestamp last_progress_;
   /// The last time tick() re-nacked, and highest_seen_ then: only gaps known since then
   /// are old enough to nack again (the newer ones were nacked when they showed up).
   timestamp last_retry_;
@@ -383,10 +414,10 @@ private:
   timestamp last_attach_;
   size_t unacked_ = 0;
   size_t snapshots_ = 0;
-  /// Attached: events above next_, by sequence number.
-  std::map<sequence_number, data> buffer_;
+  /// Attached: events above next_, by sequence number; nothing = lost (passive mode).
+  std::map<sequence_number, std::optional<payload>> buffer_;
   /// Attaching: events that beat the handshake, by (epoch, seq).
-  std::map<std::pair<epoch_id, sequence_number>, data> early_;
+  std::map<std::pair<epoch_id, sequence_number>, payload> early_;
   std::deque<epoch_id> retired_;
 };
 

@@ -1,5 +1,6 @@
 #include "broker/internal/store/store_actor.hh"
 
+#include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/core/source_inbox.hh"
 #include "broker/status.hh"
@@ -99,11 +100,11 @@ void store_sink::consumed(size_t n) {
 // -- store_frontend -------------------------------------------------------------------------
 
 store_frontend::store_frontend(std::string name, bool master, uint64_t id,
-                               std::string publisher, timespan request_timeout)
+                               entity_id publisher, timespan request_timeout)
   : name_(std::move(name)),
     master_(master),
     id_(id),
-    publisher_(std::move(publisher)),
+    publisher_(publisher),
     timeout_(request_timeout) {}
 
 store_frontend::~store_frontend() {
@@ -114,7 +115,7 @@ bool store_frontend::post(store_task fn) {
   return link != nullptr && link->send(run_atom::value, std::move(fn));
 }
 
-error store_frontend::write(data op) {
+error store_frontend::write(store_op op) {
   bool schedule = false;
   {
     std::unique_lock<std::mutex> guard{mtx_};
@@ -139,7 +140,7 @@ error store_frontend::write(data op) {
     auto self = weak.lock();
     if (!self)
       return;
-    std::vector<data> ops;
+    std::vector<store_op> ops;
     {
       std::lock_guard<std::mutex> guard{self->mtx_};
       ops.swap(self->writes_);
@@ -188,7 +189,7 @@ store_frontend::query(std::function<void(store_logic&, timestamp, store_reply)> 
   try {
     if (future.wait_for(timeout) != std::future_status::ready)
       return error{ec::request_timeout, "store " + name_ + ": no answer within "
-                                          + to_string(timeout)};
+                                          + broker::to_string(timeout)};
     return future.get();
   } catch (const std::future_error&) {
     return error{ec::shutting_down, "store " + name_ + " is closed"};
@@ -239,7 +240,7 @@ public:
       [this](cmd_atom, const command_batch& batch) {
         auto t = now();
         for (auto& msg : batch.xs)
-          logic_->handle(msg.value(), t);
+          logic_->handle(msg.topic(), msg.impl().binary(), t);
         sink_->consumed(batch.xs.size());
         after_work();
       },
@@ -270,8 +271,10 @@ public:
 
   // -- store_env ------------------------------------------------------------------------
 
-  void send_command(const std::string& topic, data msg) override {
-    backlog_.emplace_back(new message_impl(topic, std::move(msg), message_kind::command));
+  void send_command(const std::string& topic, std::string bytes) override {
+    // No value: a command is its bytes (a peer sends them as is; stores decode them).
+    backlog_.emplace_back(new message_impl(topic, data{}, std::move(bytes), route_info{},
+                                           message_kind::command));
   }
 
   void store_event(data ev) override {
@@ -280,6 +283,10 @@ public:
 
   void write_failed(const error& err) override {
     backlog_.emplace_back(new message_impl(std::string{topic::errors}, to_data(err)));
+  }
+
+  void warn(const std::string& text) override {
+    log(log_level::warning, "store", text);
   }
 
 private:
@@ -318,8 +325,9 @@ private:
 } // namespace
 
 std::shared_ptr<store_frontend>
-spawn_store(core_runtime& rt, uint64_t id, handler_kind kind, std::string topic,
-            size_t capacity, timespan tick_interval, std::shared_ptr<store_frontend> fe,
+spawn_store(core_runtime& rt, uint64_t id, handler_kind kind,
+            const std::vector<std::string>& topics, size_t capacity, timespan tick_interval,
+            std::shared_ptr<store_frontend> fe,
             std::function<std::unique_ptr<store_logic>(store_env&)> make_logic) {
   auto* sys = static_cast<caf::actor_system*>(rt.actor_system());
   if (sys == nullptr)
@@ -335,10 +343,12 @@ spawn_store(core_runtime& rt, uint64_t id, handler_kind kind, std::string topic,
   store_setup setup{inbox, sink, tick_interval, std::move(make_logic)};
   link->hdl = sys->spawn<store_actor>(std::move(setup));
   fe->link = link;
-  auto attached = rt.run([inbox, sink, id, kind, capacity, topic](core_state& st) {
+  filter_type filter;
+  for (auto& x : topics)
+    filter.emplace_back(x);
+  auto attached = rt.run([inbox, sink, id, kind, capacity, filter](core_state& st) {
     st.add_source(inbox);
-    st.add_handler(std::make_unique<store_handler>(id, kind, capacity, sink),
-                   filter_type{broker::topic{topic}});
+    st.add_handler(std::make_unique<store_handler>(id, kind, capacity, sink), filter);
   });
   if (!attached) {
     fe->stop();

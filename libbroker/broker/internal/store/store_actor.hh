@@ -8,9 +8,11 @@
 //     `block`, accepting command messages only. A flush hands the batch to the actor as one
 //     mailbox message; buffered() counts what the actor has not processed yet, so the core
 //     parks sources when a store falls behind and no other handler loses anything.
-//   - the actor (a CAF worker): drives store_logic with those batches, with API requests and
-//     with a periodic tick; it publishes through its own source_inbox and never blocks (what
-//     does not fit waits in the actor until the inbox releases room).
+//   - the actor (a CAF worker): drives store_logic with those batches (each command's received
+//     bytes: the logic decodes them), with API requests and with a periodic tick; it publishes
+//     through its own source_inbox and never blocks (what does not fit waits in the actor
+//     until the inbox releases room). Commands it publishes carry their encoding as the
+//     message's binary form, which peers send as is.
 //   - store_frontend (any thread): what the public `store` handles share. Requests become
 //     mailbox messages; blocking calls wait on a promise with a timeout. Writes are bounded
 //     in flight: a writer waits while too many of its writes are unprocessed.
@@ -96,7 +98,7 @@ using store_task = std::function<void(store_logic&, timestamp now)>;
 /// What a store's handles share (see the file comment).
 class store_frontend : public std::enable_shared_from_this<store_frontend> {
 public:
-  store_frontend(std::string name, bool master, uint64_t id, std::string publisher,
+  store_frontend(std::string name, bool master, uint64_t id, entity_id publisher,
                  timespan request_timeout);
   ~store_frontend();
 
@@ -104,8 +106,9 @@ public:
   bool is_master() const noexcept { return master_; }
   uint64_t id() const noexcept { return id_; }
 
-  /// The writing endpoint's id, as store events name it.
-  const std::string& publisher() const noexcept { return publisher_; }
+  /// Who writes through this store's handles: the endpoint and the store's id. Store
+  /// events name the endpoint.
+  const entity_id& publisher() const noexcept { return publisher_; }
 
   timespan request_timeout() const noexcept { return timeout_; }
 
@@ -114,7 +117,7 @@ public:
 
   /// Hands `op` (store_logic.hh) to the store, waiting while too many writes are in flight.
   /// Errors: shutting_down if the store is gone.
-  error write(data op);
+  error write(store_op op);
 
   /// Runs a query; `fn` must call its reply exactly once. Errors: request_timeout after
   /// `timeout`, shutting_down if the store is gone.
@@ -134,13 +137,13 @@ private:
   std::string name_;
   bool master_;
   uint64_t id_;
-  std::string publisher_;
+  entity_id publisher_;
   timespan timeout_;
   std::mutex mtx_;
   std::condition_variable cv_;
   size_t in_flight_ = 0;
   size_t waiters_ = 0;
-  std::vector<data> writes_;   ///< Queued for the next drain task.
+  std::vector<store_op> writes_; ///< Queued for the next drain task.
   bool drain_scheduled_ = false;
   bool stopped_ = false;
 };
@@ -148,11 +151,13 @@ private:
 /// Writes a store may have in flight before write() waits.
 inline constexpr size_t max_store_writes_in_flight = 4096;
 
-/// Spawns the actor for `logic`, attaches its handler (subscribed to `topic`) and source to
-/// the core, and starts the logic. `capacity` bounds the handler and the source.
+/// Spawns the actor for `logic`, attaches its handler (subscribed to `topics`, see
+/// store_topics()) and source to the core, and starts the logic. `capacity` bounds the
+/// handler and the source.
 std::shared_ptr<store_frontend>
-spawn_store(core_runtime& rt, uint64_t id, handler_kind kind, std::string topic,
-            size_t capacity, timespan tick_interval, std::shared_ptr<store_frontend> fe,
+spawn_store(core_runtime& rt, uint64_t id, handler_kind kind,
+            const std::vector<std::string>& topics, size_t capacity, timespan tick_interval,
+            std::shared_ptr<store_frontend> fe,
             std::function<std::unique_ptr<store_logic>(store_env&)> make_logic);
 
 } // namespace broker::internal

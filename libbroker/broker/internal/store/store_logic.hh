@@ -3,38 +3,22 @@
 // store_logic: what a data store's master or clone does, free of CAF and sockets (DESIGN §8).
 // The store actor (store_actor.cc) owns one and drives it with command messages, API
 // requests and the time; the logic answers through its `env`. Unit tests drive two or more
-// of them through a fake bus.
+// of them through a fake bus. The master is master.hh, the clone clone.hh; this file holds
+// what both share.
 //
-// Topics and envelopes. All traffic is `command` messages (peering frame type 2) whose value
-// is one vector starting with a tag string:
-//   to the master, on "<name>/<$>/data/master":
-//     ["c", clone, msg]        a clone's consumer messages for the master's channel
-//     ["w", clone, msg]        a clone's producer messages for its write channel
-//     ["probe", master]        a new master asks whether another master runs
-//     ["exists", to, master]   the answer: `master` runs already
-//   to clones, on "<name>/<$>/data/clone":
-//     ["c", to, master, msg]   the master's producer messages (to = 0: every clone)
-//     ["w", to, master, msg]   the master's consumer messages for clone `to`'s write channel
-//     ["r", to, req, inserted] the result of clone `to`'s put_unique number `req`
-// `clone` and `master` are random 64-bit ids of one store incarnation; `msg` is a channel
-// message (channel::encode).
+// Wire: every message is one of Zeek Broker's store commands (store_wire.hh), the payload of
+// a peering command frame, so our masters and clones replicate with Broker's
+// (doc/protocol/stores.md). Topics: clones (and a new master's probe) send on
+// "<name>/<$>/data/master", masters on "<name>/<$>/data/clone". Each store incarnation has an
+// entity (endpoint id, random object id); a clone's reads come through a channel whose
+// consumer entity changes with every (re-)attach (object = uid + attach id), its writes go
+// through a channel under its fixed entity (object = uid).
 //
-// Two channels per clone (channel.hh): the master's producer keeps every clone's state equal
-// to the master's (payloads are effects: put with the resulting value, erase, expire, clear;
-// snapshots are [[key, value], ...]); each clone's producer carries its writes to the master
-// in order (payloads are operations, see make_op()). A clone sends writes only while the
-// master's consumer is attached to its write channel; before that they wait in the clone.
+// Operations (API requests and the payloads of a clone's write channel) are the action
+// commands put, put_unique, erase, add, subtract and clear; make_op_*() build them.
 //
-// Operations (API requests and write-channel payloads), each ending with the publisher (the
-// writing endpoint's id as a string):
-//   ["put", key, value, expiry|nil, publisher]          expiry: a relative timespan
-//   ["put_unique", key, value, expiry|nil, clone, req, publisher]
-//   ["erase", key, publisher]
-//   ["add", key, value, init_type, expiry|nil, publisher]
-//   ["subtract", key, value, expiry|nil, publisher]
-//   ["clear", publisher]
-//
-// Store events (published on topic::store_events by master and clones):
+// Store events (published on topic::store_events by master and clones), `publisher` being
+// the writing endpoint's id as a string ("" if unknown):
 //   ["insert", store, key, value, expiry|nil, publisher]
 //   ["update", store, key, old_value, new_value, expiry|nil, publisher]
 //   ["erase", store, key, publisher]
@@ -42,20 +26,21 @@
 
 #include "broker/data.hh"
 #include "broker/error.hh"
-#include "broker/internal/store/replication_channel.hh"
 #include "broker/internal/store/backend.hh"
+#include "broker/internal/store/store_wire.hh"
 #include "broker/time.hh"
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace broker::internal {
+
+using store_wire::entity_id;
 
 /// Timing and limits of one store (from broker.store.*).
 struct store_settings {
@@ -65,6 +50,9 @@ struct store_settings {
   timespan request_timeout = std::chrono::seconds{10};
   /// How long a new master listens for an existing one (0: does not probe).
   timespan probe_timeout = std::chrono::milliseconds{300};
+  /// One tick of the store's clock. Broker counts heartbeat intervals in ticks on the wire
+  /// (its default tick is 100 ms as well).
+  timespan tick_interval = std::chrono::milliseconds{100};
 };
 
 /// Where a store's outputs go. Calls happen on the store's thread.
@@ -72,14 +60,17 @@ class store_env {
 public:
   virtual ~store_env();
 
-  /// Publishes a command message.
-  virtual void send_command(const std::string& topic, data msg) = 0;
+  /// Publishes a command message (an encoded store command).
+  virtual void send_command(const std::string& topic, std::string bytes) = 0;
 
   /// Publishes a store event on topic::store_events.
   virtual void store_event(data ev) = 0;
 
   /// Reports a failed write (an error event).
   virtual void write_failed(const error& err) = 0;
+
+  /// Logs a problem that is no one's request (a malformed command, a second master).
+  virtual void warn(const std::string& text);
 };
 
 /// The topic a store's master listens on.
@@ -88,6 +79,9 @@ std::string master_topic(const std::string& name);
 /// The topic a store's clones listen on.
 std::string clone_topic(const std::string& name);
 
+/// The topics a master (both) or a clone (the clone topic) subscribes to.
+std::vector<std::string> store_topics(const std::string& name, bool master);
+
 /// Writes a clone hands to its write channel before it waits for the master's acks (below
 /// the channel's retransmit bound, so a slow master never makes the channel drop writes).
 inline constexpr size_t clone_write_window = 4096;
@@ -95,14 +89,18 @@ inline constexpr size_t clone_write_window = 4096;
 /// Answers a query: the value, or the error.
 using store_reply = std::function<void(expected<data>)>;
 
-/// Builds the operation vectors listed in the file comment. `expiry` nil means none.
-data make_op_put(data key, data value, std::optional<timespan> expiry, std::string publisher);
-data make_op_erase(data key, std::string publisher);
-data make_op_add(data key, data value, data::type init_type, std::optional<timespan> expiry,
-                 std::string publisher);
-data make_op_subtract(data key, data value, std::optional<timespan> expiry,
-                      std::string publisher);
-data make_op_clear(std::string publisher);
+/// A write: one of the action commands put, put_unique, erase, add, subtract, clear.
+using store_op = store_wire::content;
+
+/// Build the operations. `expiry` is relative to the moment the master applies the write.
+store_op make_op_put(data key, data value, std::optional<timespan> expiry,
+                     entity_id publisher);
+store_op make_op_erase(data key, entity_id publisher);
+store_op make_op_add(data key, data value, data::type init_type,
+                     std::optional<timespan> expiry, entity_id publisher);
+store_op make_op_subtract(data key, data value, std::optional<timespan> expiry,
+                          entity_id publisher);
+store_op make_op_clear(entity_id publisher);
 
 /// What a store reports for Broker's broker_store_* metrics and the status page.
 struct store_stats {
@@ -123,16 +121,20 @@ public:
 
   const std::string& name() const noexcept { return name_; }
 
-  /// This incarnation's random id (the master's channel epoch).
-  uint64_t uid() const noexcept { return uid_; }
+  /// This incarnation's entity (a clone's writer entity).
+  const entity_id& id() const noexcept { return self_; }
 
   virtual bool is_master() const noexcept = 0;
+
+  /// The topics the store's handler subscribes to (store_topics()).
+  std::vector<std::string> topics() const { return store_topics(name_, is_master()); }
 
   /// Sends the first messages (a master's probe, a clone's attach).
   virtual void start(timestamp now) = 0;
 
-  /// Processes the value of one command message that arrived on our topic.
-  virtual void handle(const data& msg, timestamp now) = 0;
+  /// Processes one command message that arrived on `topic`. Malformed ones are counted and
+  /// dropped.
+  virtual void handle(const std::string& topic, std::string_view bytes, timestamp now) = 0;
 
   /// Drives the channels' timers, expiries and request timeouts.
   virtual void tick(timestamp now) = 0;
@@ -140,15 +142,15 @@ public:
   /// Ends a run of work: commits the backend's open batch, if any.
   virtual void flush() {}
 
-  /// Applies (master) or forwards (clone) a write; see make_op_*(). Calls `done` once the
-  /// write left the store's hands: applied by a master; handed to the write channel by a
-  /// clone, which holds writes back while its master has too many unacknowledged (that is
-  /// how a writer is slowed down to the pace of the master).
-  virtual void write(data op, timestamp now, std::function<void()> done = {}) = 0;
+  /// Applies (master) or forwards (clone) a write. Calls `done` once the write left the
+  /// store's hands: applied by a master; handed to the write channel by a clone, which holds
+  /// writes back while its master has too many unacknowledged (that is how a writer is
+  /// slowed down to the pace of the master).
+  virtual void write(store_op op, timestamp now, std::function<void()> done = {}) = 0;
 
   /// Inserts unless present; replies with a boolean (true: inserted).
   virtual void put_unique(data key, data value, std::optional<timespan> expiry,
-                          std::string publisher, timestamp now, store_reply reply) = 0;
+                          entity_id publisher, timestamp now, store_reply reply) = 0;
 
   // Queries, answered at once from the local state.
   virtual void get(const data& key, const store_reply& reply) = 0;
@@ -170,20 +172,51 @@ public:
   /// The counters of store_stats, taken now.
   virtual store_stats stats() const = 0;
 
+  /// Command messages dropped because they did not decode or made no sense.
+  uint64_t malformed() const noexcept { return malformed_; }
+
 protected:
-  store_logic(std::string name, uint64_t uid) : name_(std::move(name)), uid_(uid) {}
+  store_logic(std::string name, entity_id self, store_settings st, store_env& env);
+
+  /// Decodes a received command; counts, logs and drops a malformed one.
+  std::optional<store_wire::command> parse(std::string_view bytes);
+
+  /// Counts and logs a command that decoded but cannot be right (e.g. an action without a
+  /// sequence number).
+  void reject(const store_wire::command& cmd, const char* why);
+
+  /// Encodes and publishes `cmd` on `topic`.
+  void send(const std::string& topic, const store_wire::command& cmd);
+
+  /// A heartbeat interval as Broker's ticks (at least 1), and back (0: ours).
+  uint16_t to_ticks(timespan interval) const noexcept;
+  timespan from_ticks(uint16_t ticks) const noexcept;
+
+  // Store events (see the file comment).
+  void emit_insert(const data& key, const data& value, std::optional<timespan> expiry,
+                   const entity_id& publisher);
+  void emit_update(const data& key, const data& old_value, const data& new_value,
+                   std::optional<timespan> expiry, const entity_id& publisher);
+  void emit_erase(const char* what, const data& key, const entity_id& publisher);
 
   std::string name_;
-  uint64_t uid_;
+  entity_id self_;
+  store_settings st_;
+  store_env& env_;
+  std::string mtopic_;
+  std::string ctopic_;
+
+private:
+  uint64_t malformed_ = 0;
 };
 
-/// A master over `backend`. Loads the backend's expiries.
-std::unique_ptr<store_logic> make_master_logic(std::string name, uint64_t uid,
+/// A master over `backend`, entity `self`. Loads the backend's expiries.
+std::unique_ptr<store_logic> make_master_logic(std::string name, entity_id self,
                                                std::unique_ptr<store_backend> backend,
                                                store_settings settings, store_env& env);
 
-/// A clone with an in-memory copy.
-std::unique_ptr<store_logic> make_clone_logic(std::string name, uint64_t uid,
+/// A clone with an in-memory copy; `self` is its writer entity.
+std::unique_ptr<store_logic> make_clone_logic(std::string name, entity_id self,
                                               store_settings settings, store_env& env);
 
 } // namespace broker::internal
