@@ -3,41 +3,76 @@
 // three modes on the main thread: relay, ping or pong. See doc/node.md.
 //
 // Start-up order matters:
-//   1. Block SIGINT/SIGTERM (signal_watch) before the endpoint starts its threads.
+//   1. Block SIGINT/SIGTERM (tools/tool.hh) before the endpoint starts its threads.
 //   2. Parse and validate options; exit 1 with a message naming the option on error.
 //   3. Start the endpoint, subscribe to events and to the mode's topics, so the first
 //      handshake already carries the topics and -v sees the first peer_added.
 //   4. Listen (print `listening on <port>`; exit 2 if that fails), dial --peers.
 //   5. Attach the data stores (stores.hh; exit 1 if one cannot be attached).
-//   6. Run the mode; on return the endpoint shuts down gracefully (BYE to every peer).
+//   6. Tell systemd READY=1 (tools/sd_notify.hh; nothing outside systemd).
+//   7. Run the mode; on return tell systemd STOPPING=1, and the endpoint shuts down
+//      gracefully (BYE to every peer).
 
 #include "modes.hh"
 #include "node_options.hh"
 #include "node_session.hh"
+#include "sd_notify.hh"
 #include "status_table.hh"
 #include "stores.hh"
+#include "tool.hh"
 
 #include <broker/endpoint.hh>
 
-#include <csignal>
-#include <cstdio>
 #include <string>
-#include <vector>
 
 using namespace broker_node;
 
 namespace {
 
-constexpr const char* program_name = "broker-node";
-
 /// The library's table says broker.port 0 means "do not listen"; the node reads it otherwise.
-constexpr const char* listen_note =
+constexpr std::string_view usage =
+  "Usage: broker-node [options]\n"
+  "\n"
+  "A Broker endpoint as a daemon: accepts peerings (Zeek Broker's native protocol), dials\n"
+  "--peers, subscribes to --topics and relays messages between its peers; optionally\n"
+  "serves the WebSocket JSON API and Prometheus metrics, and hosts data stores. Modes:\n"
+  "relay (default), ping and pong (Broker's broker-node convention).\n"
+  "\n"
   "The node always accepts peerings unless --no-listen is given: for it, -p 0 (the\n"
-  "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.";
+  "default) picks a free port, printed as \"listening on <port>\". See doc/node.md.\n";
 
-int fail(int code, const std::string& what) {
-  std::fprintf(stderr, "%s: %s\n", program_name, what.c_str());
-  return code;
+/// The man page's sections beyond the options (tools/man_page.hh).
+constexpr std::string_view exit_status =
+  "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay or pong mode, every pong received in "
+  "ping mode\n"
+  "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
+  "attached; the message names it\n"
+  "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";
+constexpr std::string_view files =
+  "/etc/broker/broker.conf\tthe configuration of the broker-node service "
+  "(broker-node.service)";
+constexpr std::string_view see_also =
+  "broker-store(1), broker-throughput(1), systemd.service(5); doc/node.md and "
+  "doc/configuration.md";
+
+broker_tools::tool_info node_info() {
+  return {{"broker-node", "a Zeek Broker compatible publish/subscribe node", usage,
+           exit_status, files, see_also, {}}};
+}
+
+/// Tells systemd (Type=notify) about the node's state; a no-op outside systemd. A failure is
+/// worth a warning only: the node works, but systemd will time out waiting for it.
+void notify_service_manager(const broker_tools::tool& t, const std::string& state) {
+  std::string error;
+  if (broker_tools::sd_notify(state, &error) == broker_tools::notify_result::failed)
+    t.notice(error);
+}
+
+/// The STATUS= line systemctl status shows.
+std::string status_text(const node_options& opts, uint16_t port) {
+  std::string result = port != 0 ? "listening on " + std::to_string(port) : "not listening";
+  result += ", " + std::to_string(opts.peers.size()) + " peers to dial";
+  return result;
 }
 
 /// Exit code for a start-up failure: the operator's configuration, or the runtime.
@@ -45,21 +80,23 @@ int failure_code(const broker::error& err) {
   return err == broker::ec::invalid_config ? exit_invalid_config : exit_runtime_failure;
 }
 
-int run(broker::configuration cfg, const node_options& opts, signal_watch& signals) {
-  broker::endpoint ep{std::move(cfg)};
+int run(broker_tools::tool& t, const node_options& opts) {
+  broker::endpoint ep{t.config()};
   // The WebSocket and metrics servers start with the endpoint when their ports are set.
   if (const auto& err = ep.startup_error())
-    return fail(failure_code(err), "cannot start: " + to_string(err));
-  node_session session{ep, opts, signals};
+    return t.fail(failure_code(err), "cannot start: " + to_string(err));
+  node_session session{ep, opts, t.signals()};
   auto hub = ep.make_hub(mode_filter(opts));
+  uint16_t listening = 0;
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
     // A bad TLS setup or listen address is the operator's configuration, not the runtime.
     if (!port)
-      return fail(failure_code(port.error_value()),
-                  "cannot listen on \"" + opts.listen_address + "\":" + std::to_string(opts.port)
-                    + ": " + to_string(port.error_value()));
+      return t.fail(failure_code(port.error_value()),
+                    "cannot listen on \"" + opts.listen_address + "\":"
+                      + std::to_string(opts.port) + ": " + to_string(port.error_value()));
     print_event("listening", {{"port", *port}}, "listening on " + std::to_string(*port));
+    listening = *port;
   }
   for (auto& peer : opts.peers)
     ep.peer_nosync(peer.host, peer.port, opts.peer_retry);
@@ -67,7 +104,8 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
   // configuration: the node must not run without a store it was asked to host.
   auto stores = attach_stores(ep, opts);
   if (!stores)
-    return fail(exit_invalid_config, stores.error_value().message());
+    return t.fail(exit_invalid_config, stores.error_value().message());
+  notify_service_manager(t, "READY=1\nSTATUS=" + status_text(opts, listening));
   int code = exit_clean;
   switch (opts.mode) {
     case node_mode::ping:
@@ -86,36 +124,23 @@ int run(broker::configuration cfg, const node_options& opts, signal_watch& signa
   // afterwards the peers' queues hold everything the core accepted, and shutdown() flushes
   // them before its BYE.
   ep.metrics();
+  notify_service_manager(t, "STOPPING=1");
   return code;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  // A reader of our stdout that goes away must not kill the node; writes just fail.
-  std::signal(SIGPIPE, SIG_IGN);
-  signal_watch signals;
-  if (signals.fd() < 0)
-    return fail(exit_runtime_failure, "cannot create a signalfd for SIGINT/SIGTERM");
-  broker::configuration cfg;
-  if (auto err = add_node_options(cfg))
-    return fail(exit_runtime_failure, err.message());
-  std::vector<std::string> rest;
-  auto err = cfg.load(argc, argv, &rest);
-  if (cfg.help_requested()) {
-    std::printf("Usage: %s [options]\n\n%s\n\n%s", program_name, listen_note,
-                cfg.help_text().c_str());
-    return exit_clean;
-  }
-  if (err)
-    return fail(exit_invalid_config, err.message());
-  if (!rest.empty())
-    return fail(exit_invalid_config, "unexpected argument \"" + rest.front() + "\"");
-  auto opts = read_node_options(cfg);
-  if (!opts)
-    return fail(exit_invalid_config, opts.error_value().message());
+  broker_tools::tool t{node_info()};
+  if (auto code = t.start(argc, argv, add_node_options))
+    return *code;
+  if (!t.args().empty())
+    return t.fail(exit_invalid_config, "unexpected argument \"" + t.args().front() + "\"");
+  auto opts = read_node_options(t.config());
+  if (auto code = t.validated(opts))
+    return *code;
   set_json_output(opts->json);
   if (!opts->status_url.empty())
     return print_status(opts->status_url, opts->json);
-  return run(std::move(cfg), *opts, signals);
+  return run(t, *opts);
 }

@@ -10,32 +10,25 @@ using clock = node_session::clock;
 
 namespace {
 
-/// The value that makes a relay node exit (Broker's broker-node does the same).
+/// The value that makes a relay or pong node exit (Broker's broker-node does the same).
 constexpr std::string_view stop_value = "stop";
-
-/// Appended to a ping's topic for its pong.
-constexpr std::string_view pong_suffix = "/pong";
 
 constexpr std::string_view ping_kind = "ping";
 constexpr std::string_view pong_kind = "pong";
 
+/// The rendezvous ping's id; measured pings count from 1 (Broker's convention).
+constexpr broker::count rendezvous_id = 0;
+
 /// Filler byte of ping payloads.
 constexpr char payload_filler = 'x';
-
-/// How often ping mode re-checks whether a ponger is reachable.
-constexpr auto path_check_interval = std::chrono::milliseconds{50};
 
 bool is_stop(const broker::data& value) {
   auto* str = broker::get_if<std::string>(value);
   return str != nullptr && *str == stop_value;
 }
 
-/// True if a peer announced a prefix of `t`, i.e. a published ping can go somewhere.
-bool ponger_reachable(const broker::endpoint& ep, const std::string& t) {
-  for (auto& prefix : ep.peer_subscriptions())
-    if (t.compare(0, prefix.string().size(), prefix.string()) == 0)
-      return true;
-  return false;
+const std::string* kind_of(const broker::vector& xs) {
+  return xs.empty() ? nullptr : broker::get_if<std::string>(xs[0]);
 }
 
 /// Round-trip statistics of ping mode.
@@ -78,9 +71,10 @@ struct rtt_stats {
 
 enum class pong_outcome : uint8_t { received, timed_out, interrupted };
 
-/// Waits for the pong of `seq`; ignores other messages (late pongs of earlier pings).
-pong_outcome await_pong(node_session& session, broker::hub& hub, broker::count seq,
-                        const std::string& payload, clock::time_point deadline) {
+/// Waits for the pong of `id`; ignores everything else (other pings and pongs on T, late
+/// pongs of earlier pings).
+pong_outcome await_pong(node_session& session, broker::hub& hub, broker::count id,
+                        clock::time_point deadline) {
   for (;;) {
     switch (session.wait(hub.read_fd(), deadline)) {
       case wake_reason::signal:
@@ -93,8 +87,7 @@ pong_outcome await_pong(node_session& session, broker::hub& hub, broker::count s
     bool matched = false;
     for (auto& msg : hub.poll()) {
       session.received(msg);
-      auto pong = read_ping_message(msg.value(), pong_kind);
-      if (pong && pong->seq == seq && *pong->payload == payload)
+      if (read_pong(msg.value()) == id)
         matched = true;
     }
     if (matched)
@@ -102,32 +95,62 @@ pong_outcome await_pong(node_session& session, broker::hub& hub, broker::count s
   }
 }
 
+/// Repeats ping 0 every --rendezvous-retry until pong 0 arrives or --ping-timeout passes.
+pong_outcome rendezvous(node_session& session, broker::hub& hub, const std::string& topic) {
+  const auto& opts = session.options();
+  auto deadline = clock::now() + opts.ping_timeout;
+  for (;;) {
+    if (auto err = hub.publish(topic, make_ping(rendezvous_id, {})))
+      return pong_outcome::timed_out; // Only after shutdown; the caller reports no ponger.
+    auto retry_at = std::min(deadline, clock::now() + opts.rendezvous_retry);
+    auto outcome = await_pong(session, hub, rendezvous_id, retry_at);
+    if (outcome != pong_outcome::timed_out || clock::now() >= deadline)
+      return outcome;
+  }
+}
+
 } // namespace
 
 broker::filter_type mode_filter(const node_options& opts) {
+  // The pinger listens on its ping topic, where Broker's pongers answer.
   if (opts.mode == node_mode::ping)
-    return {broker::topic{opts.topics.front().string() + std::string{pong_suffix}}};
+    return {opts.topics.front()};
   return opts.topics;
 }
 
-broker::data make_ping_message(std::string_view kind, broker::count seq, std::string payload) {
+broker::data make_ping(broker::count id, std::string payload) {
   return broker::vector_builder{}
-    .add(std::string{kind})
-    .add(seq)
+    .add(std::string{ping_kind})
+    .add(id)
     .add(std::move(payload))
     .build();
 }
 
-std::optional<ping_fields> read_ping_message(const broker::data& value, std::string_view kind) {
+broker::data make_pong(broker::count id) {
+  return broker::vector_builder{}.add(std::string{pong_kind}).add(id).build();
+}
+
+std::optional<ping_fields> read_ping(const broker::data& value) {
   auto* xs = broker::get_if<broker::vector>(value);
   if (xs == nullptr || xs->size() != 3)
     return std::nullopt;
-  auto* name = broker::get_if<std::string>((*xs)[0]);
-  auto* seq = broker::get_if<broker::count>((*xs)[1]);
+  auto* kind = kind_of(*xs);
+  auto* id = broker::get_if<broker::count>((*xs)[1]);
   auto* payload = broker::get_if<std::string>((*xs)[2]);
-  if (name == nullptr || *name != kind || seq == nullptr || payload == nullptr)
+  if (kind == nullptr || *kind != ping_kind || id == nullptr || payload == nullptr)
     return std::nullopt;
-  return ping_fields{*seq, payload};
+  return ping_fields{*id, payload};
+}
+
+std::optional<broker::count> read_pong(const broker::data& value) {
+  auto* xs = broker::get_if<broker::vector>(value);
+  if (xs == nullptr || xs->size() != 2)
+    return std::nullopt;
+  auto* kind = kind_of(*xs);
+  auto* id = broker::get_if<broker::count>((*xs)[1]);
+  if (kind == nullptr || *kind != pong_kind || id == nullptr)
+    return std::nullopt;
+  return *id;
 }
 
 int run_relay(node_session& session, broker::hub& hub) {
@@ -148,51 +171,49 @@ int run_pong(node_session& session, broker::hub& hub) {
       return exit_clean;
     for (auto& msg : hub.poll()) {
       session.received(msg);
-      if (auto ping = read_ping_message(msg.value(), ping_kind))
-        hub.publish(msg.topic() + std::string{pong_suffix},
-                    make_ping_message(pong_kind, ping->seq, *ping->payload));
+      if (auto ping = read_ping(msg.value()))
+        hub.publish(msg.topic(), make_pong(ping->id));
+      else if (is_stop(msg.value()))
+        return exit_clean;
     }
   }
 }
 
 int run_ping(node_session& session, broker::hub& hub) {
   const auto& opts = session.options();
-  const auto& ping_topic = opts.topics.front().string();
-  // Pings published before any ponger is reachable would just vanish.
-  auto path_deadline = clock::now() + opts.ping_timeout;
-  while (!ponger_reachable(session.endpoint(), ping_topic)) {
-    auto now = clock::now();
-    if (now >= path_deadline) {
-      std::fprintf(stderr, "broker-node: no peer subscribed to %s within %lld s\n",
-                   ping_topic.c_str(), static_cast<long long>(opts.ping_timeout.count()));
-      return exit_runtime_failure;
-    }
-    if (session.wait(-1, std::min(path_deadline, now + path_check_interval))
-        == wake_reason::signal)
+  const auto& topic = opts.topics.front().string();
+  switch (rendezvous(session, hub, topic)) {
+    case pong_outcome::interrupted:
       return exit_clean;
+    case pong_outcome::timed_out:
+      std::fprintf(stderr, "broker-node: no pong on %s within %lld s\n", topic.c_str(),
+                   static_cast<long long>(opts.ping_timeout.count()));
+      return exit_runtime_failure;
+    case pong_outcome::received:
+      break;
   }
   rtt_stats stats;
   std::string payload(opts.payload_size, payload_filler);
-  for (broker::count seq = 0; seq < opts.num_pings; ++seq) {
+  for (broker::count id = 1; id <= opts.num_messages; ++id) {
     auto start = clock::now();
-    if (auto err = hub.publish(ping_topic, make_ping_message(ping_kind, seq, payload))) {
+    if (auto err = hub.publish(topic, make_ping(id, payload))) {
       std::fprintf(stderr, "broker-node: cannot publish ping: %s\n", to_string(err).c_str());
       return exit_runtime_failure;
     }
     ++stats.sent;
-    auto outcome = await_pong(session, hub, seq, payload, start + opts.ping_timeout);
+    auto outcome = await_pong(session, hub, id, start + opts.ping_timeout);
     if (outcome == pong_outcome::interrupted) {
       print_event("summary", stats.fields(), stats.summary());
       return exit_clean;
     }
     if (outcome == pong_outcome::timed_out) {
-      print_event("timeout", {{"seq", seq}}, "timeout " + std::to_string(seq));
+      print_event("timeout", {{"seq", id}}, "timeout " + std::to_string(id));
       continue;
     }
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start);
     stats.add(us.count());
-    print_event("rtt", {{"seq", seq}, {"us", us.count()}},
-                "rtt " + std::to_string(seq) + " " + std::to_string(us.count()));
+    print_event("rtt", {{"seq", id}, {"us", us.count()}},
+                "rtt " + std::to_string(id) + " " + std::to_string(us.count()));
   }
   print_event("summary", stats.fields(), stats.summary());
   return stats.received == stats.sent ? exit_clean : exit_runtime_failure;

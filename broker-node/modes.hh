@@ -1,11 +1,15 @@
 #pragma once
 
 // The node's three modes. Each runs on the main thread until it is done, the value "stop"
-// arrives (relay), or SIGINT/SIGTERM; it returns the process exit code.
+// arrives (relay, pong), or SIGINT/SIGTERM; it returns the process exit code.
 //
-// Message shapes (doc/node.md):
-//   ping: ["ping", count seq, string payload] on the first topic T
-//   pong: ["pong", count seq, string payload] on <topic of the ping>/pong
+// Ping and pong speak Zeek Broker's broker-node convention, so either side may be Broker's
+// program (doc/node.md "Modes"):
+//   ping: ["ping", count id, string payload]   on the first topic T
+//   pong: ["pong", count id]                   on the topic of the ping
+// The pinger subscribes to T itself. It first repeats ping 0 (empty payload) every
+// --rendezvous-retry until pong 0 arrives, so that every node on the way is up; then it
+// sends ids 1..n one at a time, each after the previous pong.
 
 #include "node_session.hh"
 
@@ -29,20 +33,28 @@ broker::filter_type mode_filter(const node_options& opts);
 /// Prints and counts every message on the topics; exits on the string value "stop".
 int run_relay(node_session& session, broker::hub& hub);
 
-/// Sends opts.num_pings pings and prints `rtt <seq> <microseconds>` per pong and a summary.
+/// Rendezvous, then opts.num_messages pings; prints `rtt <id> <microseconds>` per pong and
+/// a summary.
 int run_ping(node_session& session, broker::hub& hub);
 
-/// Answers every ping.
+/// Answers every ping with a pong on the ping's topic; exits on "stop".
 int run_pong(node_session& session, broker::hub& hub);
 
-/// ["ping" | "pong", seq, payload].
-broker::data make_ping_message(std::string_view kind, broker::count seq, std::string payload);
+/// ["ping", id, payload].
+broker::data make_ping(broker::count id, std::string payload);
 
-/// The sequence number and payload of a message of shape ["<kind>", count, string].
+/// ["pong", id].
+broker::data make_pong(broker::count id);
+
+/// The id and payload of a ping, as Broker's is_ping_msg() reads it: exactly three
+/// elements "ping", a count and a string.
 struct ping_fields {
-  broker::count seq = 0;
+  broker::count id = 0;
   const std::string* payload = nullptr;
 };
-std::optional<ping_fields> read_ping_message(const broker::data& value, std::string_view kind);
+std::optional<ping_fields> read_ping(const broker::data& value);
+
+/// The id of a pong: exactly two elements, "pong" and a count.
+std::optional<broker::count> read_pong(const broker::data& value);
 
 } // namespace broker_node

@@ -1,14 +1,22 @@
 #include "node_options.hh"
 
+#include <broker/json.hh>
+
 #include <algorithm>
 #include <utility>
 
 namespace broker_node {
 
-using broker::ec;
 using broker::error;
-using broker::option_info;
-using broker::option_type;
+using broker_tools::choice_row;
+using broker_tools::count_row;
+using broker_tools::flag_row;
+using broker_tools::list_row;
+using broker_tools::in_quotes;
+using broker_tools::string_row;
+
+/// `key: what` (ec::invalid_config).
+constexpr auto invalid = broker_tools::option_error;
 
 namespace {
 
@@ -20,54 +28,41 @@ constexpr uint64_t default_peer_retry_seconds = 1;
 /// An hour between re-dials is already more patience than any operator wants.
 constexpr uint64_t max_peer_retry_seconds = 3600;
 
-/// Pings sent by ping mode.
-constexpr uint64_t default_num_pings = 10;
+/// Pings sent by ping mode after the rendezvous (Broker's default).
+constexpr uint64_t default_num_messages = 100;
 
-/// Bound on --num-pings so that a typo cannot keep a node busy for days.
-constexpr uint64_t max_num_pings = 10'000'000;
+/// Bound on --num-messages so that a typo cannot keep a node busy for days.
+constexpr uint64_t max_num_messages = 10'000'000;
 
-/// Payload bytes of each ping.
-constexpr uint64_t default_payload_size = 64;
+/// Payload bytes of each ping (Broker's default).
+constexpr uint64_t default_payload_size = 0;
 
 /// A ping must fit comfortably in one peering frame (64 MiB receive limit).
 constexpr uint64_t max_payload_size = 16u * 1024u * 1024u;
 
-/// Seconds ping mode waits for a path to a ponger, and then for each pong.
+/// Seconds ping mode waits for the rendezvous, and then for each pong.
 constexpr uint64_t default_ping_timeout_seconds = 10;
 
 constexpr uint64_t max_ping_timeout_seconds = 3600;
 
-/// Where SQLite store files go unless --store-dir says otherwise.
-constexpr const char* default_store_dir = ".";
+/// How often ping mode repeats its rendezvous ping (Broker's default).
+constexpr const char* default_rendezvous_retry = "250ms";
 
-// -- row builders ---------------------------------------------------------------------------
+/// Shortest --rendezvous-retry: faster repeats only flood the ponger.
+constexpr auto min_rendezvous_retry = std::chrono::milliseconds{1};
 
-option_info row(std::string key, option_type type, std::string def, std::string help,
-                char short_flag = 0) {
-  option_info info;
-  info.key = std::move(key);
-  info.type = type;
-  info.default_value = std::move(def);
-  info.help = std::move(help);
-  info.short_flag = short_flag;
-  return info;
-}
+/// Longest --rendezvous-retry; beyond --ping-timeout it would never repeat anyway.
+constexpr auto max_rendezvous_retry = std::chrono::hours{1};
 
-option_info count_row(std::string key, uint64_t def, uint64_t min, uint64_t max,
-                      std::string help, char short_flag = 0) {
-  auto info = row(std::move(key), option_type::count, std::to_string(def), std::move(help),
-                  short_flag);
-  info.min = min;
-  info.max = max;
-  return info;
-}
-
-error invalid(std::string_view key, std::string what) {
-  return error{ec::invalid_config, std::string{key} + ": " + std::move(what)};
-}
-
-std::string quoted(std::string_view text) {
-  return "\"" + std::string{text} + "\"";
+/// Reads --rendezvous-retry: a duration with a unit, as Broker writes it.
+error read_rendezvous_retry(const broker::configuration& cfg, node_options& result) {
+  auto text = cfg.get_string("rendezvous-retry").value_or(default_rendezvous_retry);
+  auto span = broker::parse_timespan(text);
+  if (!span || *span < min_rendezvous_retry || *span > max_rendezvous_retry)
+    return invalid("rendezvous-retry", "expected a duration between 1ms and 1h such as "
+                                       "250ms or 1s, got " + in_quotes(text));
+  result.rendezvous_retry = std::chrono::duration_cast<std::chrono::milliseconds>(*span);
+  return {};
 }
 
 /// Checks the names of --master-stores or --clone-stores (`key`) and appends them to `out`.
@@ -77,9 +72,9 @@ error read_store_names(const broker::configuration& cfg, std::string_view key,
     if (name.empty())
       return invalid(key, "a store name must not be empty");
     if (broker::is_reserved_topic(name))
-      return invalid(key, "reserved store name " + quoted(name) + " (prefix <$> is internal)");
+      return invalid(key, "reserved store name " + in_quotes(name) + " (prefix <$> is internal)");
     if (std::find(out.begin(), out.end(), name) != out.end())
-      return invalid(key, "store " + quoted(name) + " is listed twice");
+      return invalid(key, "store " + in_quotes(name) + " is listed twice");
     out.push_back(name);
   }
   return {};
@@ -94,78 +89,76 @@ error read_store_options(const broker::configuration& cfg, node_options& result)
   for (auto& name : result.clone_stores)
     if (std::find(result.master_stores.begin(), result.master_stores.end(), name)
         != result.master_stores.end())
-      return invalid("clone-stores", "store " + quoted(name)
+      return invalid("clone-stores", "store " + in_quotes(name)
                                        + " is also in --master-stores: a node hosts either "
                                          "the master or a clone of a store");
-  auto backend = cfg.get_string("store-backend").value_or("memory");
-  result.store_backend = backend == "sqlite" ? broker::backend::sqlite
-                                             : broker::backend::memory;
-  result.store_dir = cfg.get_string("store-dir").value_or(default_store_dir);
-  if (result.store_backend == broker::backend::sqlite) {
-    if (result.store_dir.empty())
-      return invalid("store-dir", "must not be empty (\".\" is the current directory)");
-    for (auto& name : result.master_stores)
-      if (name.find('/') != std::string::npos)
-        return invalid("master-stores", "store " + quoted(name)
-                                          + " cannot name a file <store-dir>/<name>.db "
-                                            "(it contains '/'); use --store-backend=memory "
-                                            "or another name");
-  }
+  auto settings = broker_tools::read_store_settings(cfg);
+  if (!settings)
+    return settings.error_value();
+  result.store = std::move(*settings);
+  for (auto& name : result.master_stores)
+    if (auto err = broker_tools::check_store_file_name(result.store, "master-stores", name))
+      return err;
   return {};
 }
 
 } // namespace
 
 error add_node_options(broker::configuration& cfg) {
-  std::vector<option_info> rows;
-  rows.push_back(row("topics", option_type::string_list, "[]",
-                     "topic prefixes to subscribe to (and so relay); ping uses the first",
-                     't'));
-  rows.push_back(row("peers", option_type::string_list, "[]",
-                     "peers to dial at start-up, each tcp://host:port"));
+  std::vector<broker::option_info> rows;
+  rows.push_back(list_row("topics",
+                          "topic prefixes to subscribe to (and so relay); ping uses the first",
+                          't'));
+  rows.push_back(list_row("peers", "peers to dial at start-up, each host:port or "
+                                   "tcp://host:port ([::1]:port for IPv6)"));
   rows.push_back(count_row("peer-retry", default_peer_retry_seconds, 0, max_peer_retry_seconds,
                            "seconds between re-dials of a failed or lost peer; 0: dial once"));
-  auto mode = row("mode", option_type::choice, "relay",
-                  "relay: subscribe and print; ping: time round trips; pong: answer pings",
-                  'm');
-  mode.choices = {"relay", "ping", "pong"};
-  rows.push_back(std::move(mode));
-  rows.push_back(row("verbose", option_type::boolean, "false",
-                     "print status and error events and every received message, one per line",
-                     'v'));
-  rows.push_back(row("rate", option_type::boolean, "false",
-                     "print the number of received messages every second", 'r'));
-  rows.push_back(row("listen-address", option_type::string, "",
-                     "address the peering port binds to; empty: all interfaces"));
-  rows.push_back(row("no-listen", option_type::boolean, "false",
-                     "accept no peerings (only dial --peers); otherwise -p 0 picks a free port"));
-  rows.push_back(count_row("num-pings", default_num_pings, 1, max_num_pings,
-                           "pings sent in ping mode", 'n'));
+  rows.push_back(choice_row("mode", "relay", {"relay", "ping", "pong"},
+                            "relay: subscribe and print; ping: time round trips; "
+                            "pong: answer pings",
+                            'm'));
+  rows.push_back(flag_row("verbose",
+                          "print status and error events and every received message, one "
+                          "per line",
+                          'v'));
+  rows.push_back(flag_row("rate", "print the number of received messages every second", 'r'));
+  rows.push_back(string_row("listen-address", "",
+                            "address the peering port binds to; empty: all interfaces"));
+  rows.push_back(flag_row("no-listen",
+                          "accept no peerings (only dial --peers); otherwise -p 0 picks a free "
+                          "port"));
+  rows.push_back(count_row("num-messages", default_num_messages, 1, max_num_messages,
+                           "pings sent in ping mode after the rendezvous", 'n'));
   rows.push_back(count_row("payload-size", default_payload_size, 0, max_payload_size,
                            "bytes of payload in each ping", 's'));
+  rows.push_back(string_row("rendezvous-retry", default_rendezvous_retry,
+                            "how often ping mode repeats ping 0 until pong 0 arrives"));
   rows.push_back(count_row("ping-timeout", default_ping_timeout_seconds, 1,
                            max_ping_timeout_seconds,
-                           "seconds ping mode waits for a ponger, and then for each pong"));
-  rows.push_back(row("master-stores", option_type::string_list, "[]",
-                     "data stores whose master this node hosts"));
-  rows.push_back(row("clone-stores", option_type::string_list, "[]",
-                     "data stores this node keeps a clone of"));
-  auto backend = row("store-backend", option_type::choice, "memory",
-                     "backend of --master-stores: memory, or sqlite (<store-dir>/<name>.db)");
-  backend.choices = {"memory", "sqlite"};
-  rows.push_back(std::move(backend));
-  rows.push_back(row("store-dir", option_type::string, default_store_dir,
-                     "directory of the SQLite files of --master-stores"));
-  rows.push_back(row("json", option_type::boolean, "false",
-                     "print the event lines (listening, status, error, received, rate, ...) "
-                     "as one JSON object per line"));
-  rows.push_back(row("status", option_type::string, "",
-                     "print the status of the node whose metrics server is at this URL "
-                     "(http://host:port) as tables, then exit; starts no endpoint"));
-  for (auto& info : rows)
-    if (auto err = cfg.add_option(std::move(info)))
-      return err;
-  return {};
+                           "seconds ping mode waits for the rendezvous, and then for each "
+                           "pong"));
+  rows.push_back(broker_tools::option_row("name", broker::option_type::string, "",
+                                          "a name for this node: prefixes its -v lines as "
+                                          "[name]",
+                                          'N'));
+  rows.push_back(string_row("endpoint-id", "",
+                            "Broker's option to fix the endpoint id; not supported (ids "
+                            "are random), setting it is an error"));
+  rows.push_back(list_row("master-stores", "data stores whose master this node hosts"));
+  rows.push_back(list_row("clone-stores", "data stores this node keeps a clone of"));
+  broker_tools::add_store_rows(rows, "--master-stores");
+  rows.push_back(broker_tools::option_row("json", broker::option_type::boolean, "false",
+                                          "print the event lines (listening, status, error, "
+                                          "received, rate, ...) as one JSON object per line"));
+  rows.push_back(string_row("status", "",
+                            "print the status of the node whose metrics server is at this "
+                            "URL (http://host:port) as tables, then exit; starts no "
+                            "endpoint"));
+  if (auto err = broker_tools::add_rows(cfg, std::move(rows)))
+    return err;
+  // Broker's broker-node reads its port as a top-level key (doc/node.md, "Zeek Broker's
+  // broker-node").
+  return cfg.add_alias("port", "broker.port");
 }
 
 broker::expected<node_options> read_node_options(const broker::configuration& cfg) {
@@ -177,13 +170,13 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
     result.mode = node_mode::pong;
   for (auto& name : cfg.get_list("topics").value_or(std::vector<std::string>{})) {
     if (broker::is_reserved_topic(name))
-      return invalid("topics", "reserved topic " + quoted(name) + " (prefix <$> is internal)");
+      return invalid("topics", "reserved topic " + in_quotes(name) + " (prefix <$> is internal)");
     result.topics.emplace_back(name);
   }
   if (result.mode != node_mode::relay && result.topics.empty())
     return invalid("topics", "mode " + mode + " needs at least one topic (-t)");
   for (auto& text : cfg.get_list("peers").value_or(std::vector<std::string>{})) {
-    auto addr = parse_peer_uri(text);
+    auto addr = broker_tools::parse_address(text);
     if (!addr)
       return invalid("peers", addr.error_value().message());
     result.peers.push_back(std::move(*addr));
@@ -196,10 +189,16 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   result.listen = !cfg.get_bool("no-listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");
   result.port = cfg.port();
-  result.num_pings = cfg.get_count("num-pings").value_or(default_num_pings);
+  result.num_messages = cfg.get_count("num-messages").value_or(default_num_messages);
   result.payload_size = cfg.get_count("payload-size").value_or(default_payload_size);
   result.ping_timeout = std::chrono::seconds{
     cfg.get_count("ping-timeout").value_or(default_ping_timeout_seconds)};
+  if (auto err = read_rendezvous_retry(cfg, result))
+    return err;
+  result.name = cfg.get_string("name").value_or("");
+  if (auto id = cfg.get_string("endpoint-id").value_or(""); !id.empty())
+    return invalid("endpoint-id", "choosing the endpoint id is not supported: every node "
+                                  "picks a random version-4 UUID (got " + in_quotes(id) + ")");
   if (!result.listen && result.peers.empty())
     return invalid("no-listen", "a node that neither listens nor dials --peers is isolated");
   if (auto err = read_store_options(cfg, result))

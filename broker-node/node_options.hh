@@ -7,7 +7,7 @@
 // Flow at start-up (main.cc):
 //   1. add_node_options(cfg) adds the rows (topics, peers, mode, ...).
 //   2. cfg.load(argc, argv) reads file, environment and command line.
-//   3. read_node_options(cfg) checks what the table cannot check alone (peer URIs, a topic
+//   3. read_node_options(cfg) checks what the table cannot check alone (peer addresses, a topic
 //      for ping/pong, store names, TLS settings this build cannot honour) and returns
 //      node_options or an error whose message names the option.
 
@@ -16,7 +16,9 @@
 #include <broker/store.hh>
 #include <broker/topic.hh>
 
-#include "peer_uri.hh"
+#include "address.hh"
+#include "option_rows.hh"
+#include "store_options.hh"
 
 #include <chrono>
 #include <cstdint>
@@ -29,8 +31,8 @@ namespace broker_node {
 /// What the node does with the topics (see doc/node.md).
 enum class node_mode : uint8_t {
   relay, ///< Subscribe to the topics (and so relay them); print; exit on the value "stop".
-  ping,  ///< Publish pings on the first topic, time the pongs, print a summary, exit.
-  pong,  ///< Answer every ping on the topics with a pong on <topic>/pong.
+  ping,  ///< Rendezvous, then publish pings on the first topic, time the pongs, exit.
+  pong,  ///< Answer every ping with a pong on the ping's topic; exit on "stop".
 };
 
 /// One entry of --peers (shared with the other tools).
@@ -51,24 +53,25 @@ struct node_options {
   bool listen = true;
   std::string listen_address;
   uint16_t port = 0;
-  uint64_t num_pings = 0;
+  uint64_t num_messages = 0;
   uint64_t payload_size = 0;
   std::chrono::seconds ping_timeout{0};
+  std::chrono::milliseconds rendezvous_retry{0};
+  /// --name: prefixes the -v lines; empty for none.
+  std::string name;
   std::vector<std::string> master_stores;
   std::vector<std::string> clone_stores;
-  broker::backend store_backend = broker::backend::memory;
-  /// Directory of the SQLite files, <store-dir>/<name>.db.
-  std::string store_dir;
+  /// Backend, directory and SQLite settings of the masters.
+  broker_tools::store_settings store;
 };
 
-/// Adds broker-node's rows to `cfg`. Fails only on a clash with the library's table.
+/// Adds broker-node's rows, and Broker's top-level `port`, to `cfg`. Fails
+/// only on a clash with the library's table.
 broker::error add_node_options(broker::configuration& cfg);
 
 /// Validates and collects the node's settings from a loaded configuration. Errors
-/// (ec::invalid_config) name the option, e.g. `peers: expected tcp://host:port, got "x"`.
+/// (ec::invalid_config) name the option, e.g.
+/// `peers: expected host:port or tcp://host:port, got "x" (missing port)`.
 broker::expected<node_options> read_node_options(const broker::configuration& cfg);
-
-/// Parses `tcp://host:port`, `tcp://[v6addr]:port` or Broker's `<tcp://host:port>`.
-using broker_tools::parse_peer_uri;
 
 } // namespace broker_node

@@ -176,15 +176,25 @@ wake_reason node_session::wait(int fd, clock::time_point deadline) {
 void node_session::received(const broker::data_message& msg) {
   ++received_since_tick_;
   if (opts_.verbose)
-    print_event("received", {{"topic", msg.topic()}, {"value", to_string(msg.value())}},
-                received_line(msg));
+    print_verbose("received", {{"topic", msg.topic()}, {"value", to_string(msg.value())}},
+                  received_line(msg));
 }
 
 void node_session::drain_events() {
   for (auto& event : events_.poll())
     if (opts_.verbose)
       if (auto line = event_line(event); !line.empty())
-        print_event(line.substr(0, line.find(' ')), event_fields(event), line);
+        print_verbose(line.substr(0, line.find(' ')), event_fields(event), line);
+}
+
+void node_session::print_verbose(std::string_view kind, nlohmann::json fields,
+                                 const std::string& line) {
+  if (opts_.name.empty()) {
+    print_event(kind, std::move(fields), line);
+    return;
+  }
+  fields["name"] = opts_.name;
+  print_event(kind, std::move(fields), "[" + escape_line(opts_.name) + "] " + line);
 }
 
 void node_session::tick(clock::time_point now) {

@@ -17,10 +17,11 @@
 // Output format (stdout, one line per event, flushed per line; with --json one JSON object
 // per line, {"type": "<first word>", ...}; see doc/node.md):
 //   listening on <port>
-//   status <code> <peer id or -> <host:port or -> <message>
-//   error <code> <message>
-//   received <topic> <value>
+//   status <code> <peer id or -> <host:port or -> <message>     (-v)
+//   error <code> <message>                                       (-v)
+//   received <topic> <value>                                     (-v)
 //   rate: <n> messages/s
+// With --name, the -v lines start with "[<name>] ".
 
 #include "node_options.hh"
 
@@ -84,6 +85,9 @@ public:
   const node_options& options() const noexcept { return opts_; }
 
 private:
+  /// A -v event (print_event), its text prefixed with `[<name>] ` and its JSON object
+  /// given a "name" when --name is set.
+  void print_verbose(std::string_view kind, nlohmann::json fields, const std::string& line);
   void drain_events();
   void tick(clock::time_point now);
 

@@ -3,7 +3,6 @@
 #include "node_session.hh"
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 namespace broker_node {
@@ -35,10 +34,8 @@ broker::expected<std::vector<broker::store>> attach_stores(broker::endpoint& ep,
   if (!opts.master_stores.empty() && !opts.peers.empty())
     wait_for_peers(ep, opts.peers.size());
   for (auto& name : opts.master_stores) {
-    broker::backend_options be_opts;
-    if (opts.store_backend == broker::backend::sqlite)
-      be_opts["path"] = (std::filesystem::path{opts.store_dir} / (name + ".db")).string();
-    auto st = ep.attach_master(name, opts.store_backend, be_opts);
+    auto st = ep.attach_master(name, opts.store.backend,
+                               broker_tools::backend_options_for(opts.store, name));
     if (!st)
       return attach_failed("master-stores", name, st.error_value());
     print_event("store", {{"role", "master"}, {"name", name}},

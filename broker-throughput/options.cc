@@ -7,8 +7,12 @@ namespace broker_throughput {
 
 using broker::ec;
 using broker::error;
-using broker::option_info;
-using broker::option_type;
+using broker_tools::count_row;
+using broker_tools::flag_row;
+using broker_tools::in_quotes;
+
+/// `key: what` (ec::invalid_config).
+constexpr auto invalid = broker_tools::option_error;
 
 namespace {
 
@@ -35,61 +39,10 @@ constexpr uint64_t max_duration_seconds = 7 * 24 * 3600;
 constexpr uint64_t default_connect_timeout_seconds = 10;
 constexpr uint64_t max_connect_timeout_seconds = 3600;
 
-// -- row builders -----------------------------------------------------------------------
-
-option_info row(std::string key, option_type type, std::string def, std::string help,
-                char short_flag = 0) {
-  option_info info;
-  info.key = std::move(key);
-  info.type = type;
-  info.default_value = std::move(def);
-  info.help = std::move(help);
-  info.short_flag = short_flag;
-  return info;
-}
-
-option_info count_row(std::string key, uint64_t def, uint64_t min, uint64_t max,
-                      std::string help, char short_flag = 0) {
-  auto info = row(std::move(key), option_type::count, std::to_string(def), std::move(help),
-                  short_flag);
-  info.min = min;
-  info.max = max;
-  return info;
-}
-
-option_info flag_row(std::string key, std::string help, char short_flag = 0) {
-  return row(std::move(key), option_type::boolean, "false", std::move(help), short_flag);
-}
-
-error invalid(std::string_view key, std::string what) {
-  return error{ec::invalid_config, std::string{key} + ": " + std::move(what)};
-}
-
-std::string quoted(std::string_view text) {
-  return "\"" + std::string{text} + "\"";
-}
-
-/// Parses a decimal port 0-65535, digits only.
-bool parse_port(std::string_view text, uint16_t& result) {
-  constexpr uint32_t max_port = std::numeric_limits<uint16_t>::max();
-  if (text.empty() || text.size() > 5)
-    return false;
-  uint32_t value = 0;
-  for (auto c : text) {
-    if (c < '0' || c > '9')
-      return false;
-    value = value * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (value > max_port)
-    return false;
-  result = static_cast<uint16_t>(value);
-  return true;
-}
-
 } // namespace
 
 error add_throughput_options(broker::configuration& cfg) {
-  std::vector<option_info> rows;
+  std::vector<broker::option_info> rows;
   rows.push_back(flag_row("server", "receive and count events on <addr>:<port> instead of "
                                     "publishing to <host>[:<port>]"));
   rows.push_back(count_row("event-type", default_event_type, min_event_type, max_event_type,
@@ -114,46 +67,7 @@ error add_throughput_options(broker::configuration& cfg) {
                                      "it on /benchmark/echo; print p50/p99/p99.9 at the end"));
   rows.push_back(flag_row("json", "print one JSON object per line (reports and summary)"));
   rows.push_back(flag_row("verbose", "print status and error events on stderr", 'v'));
-  for (auto& info : rows)
-    if (auto err = cfg.add_option(std::move(info)))
-      return err;
-  return {};
-}
-
-error parse_address(std::string_view text, std::string& host, uint16_t& port) {
-  auto fail = [text] {
-    return error{ec::invalid_config,
-                 "expected <host>[:<port>] or [<ipv6>]:<port>, got " + quoted(text)};
-  };
-  std::string_view host_part = text;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos)
-      return fail();
-    host_part = text.substr(1, close - 1);
-    auto rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':')
-        return fail();
-      port_text = rest.substr(1);
-      if (port_text.empty())
-        return fail();
-    }
-  } else if (auto colon = text.find(':'); colon != std::string_view::npos) {
-    if (text.find(':', colon + 1) != std::string_view::npos)
-      return fail(); // An IPv6 address needs brackets.
-    host_part = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-    if (port_text.empty())
-      return fail();
-  }
-  uint16_t result = default_port;
-  if (!port_text.empty() && !parse_port(port_text, result))
-    return fail();
-  host = std::string{host_part};
-  port = result;
-  return {};
+  return broker_tools::add_rows(cfg, std::move(rows));
 }
 
 broker::expected<throughput_options>
@@ -176,14 +90,22 @@ read_throughput_options(const broker::configuration& cfg, const std::vector<std:
   if (rest.empty())
     return error{ec::invalid_config, std::string{"missing argument "} + what};
   if (rest.size() > 1)
-    return error{ec::invalid_config, "unexpected argument " + quoted(rest[1])};
-  if (auto err = parse_address(rest.front(), result.host, result.port))
-    return error{ec::invalid_config, "address: " + err.message()};
+    return error{ec::invalid_config, "unexpected argument " + in_quotes(rest[1])};
+  // A server binds (":9999" is every interface, port 0 a free one); a client dials.
+  broker_tools::address_rules rules;
+  rules.default_port = default_port;
+  rules.allow_empty_host = result.mode == role::server;
+  rules.allow_port_zero = result.mode == role::server;
+  auto address = broker_tools::parse_address(rest.front(), rules);
+  if (!address)
+    return error{ec::invalid_config, "address: " + address.error_value().message()};
+  result.host = std::move(address->host);
+  result.port = address->port;
   // A client, and a server that reads from a node's WebSocket API, dial out.
   if (result.mode == role::client || result.via == transport::web_socket) {
     if (result.host.empty())
       return error{ec::invalid_config, std::string{what} + ": missing host in "
-                                         + quoted(rest.front())};
+                                         + in_quotes(rest.front())};
     if (result.port == 0)
       return error{ec::invalid_config, std::string{what} + ": cannot connect to port 0"};
   }

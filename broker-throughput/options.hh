@@ -15,6 +15,9 @@
 #include <broker/configuration.hh>
 #include <broker/error.hh>
 
+#include "address.hh"
+#include "option_rows.hh"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -76,9 +79,5 @@ broker::error add_throughput_options(broker::configuration& cfg);
 /// `batch-size: --latency sends one event per batch, got 10`.
 broker::expected<throughput_options>
 read_throughput_options(const broker::configuration& cfg, const std::vector<std::string>& rest);
-
-/// Parses `host`, `host:port`, `[v6addr]:port` or `:port` (empty host). Port 0 is allowed
-/// (a server picks a free port); a missing port is `default_port`.
-broker::error parse_address(std::string_view text, std::string& host, uint16_t& port);
 
 } // namespace broker_throughput

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "broker/export.hh"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -10,7 +12,7 @@ namespace broker {
 
 /// An IPv4 or IPv6 address, stored as 16 bytes in network order. IPv4 addresses are
 /// IPv4-mapped (`::ffff:a.b.c.d`); there is no separate family flag (binary-data.md §4.5).
-class address {
+class BROKER_API address {
 public:
   using bytes_type = std::array<uint8_t, 16>;
 
@@ -48,6 +50,6 @@ private:
 };
 
 /// Dotted quad for v4-mapped addresses, RFC 5952 text otherwise (websocket-v1.md §6.4).
-std::string to_string(const address& x);
+BROKER_API std::string to_string(const address& x);
 
 } // namespace broker

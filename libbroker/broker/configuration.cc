@@ -11,12 +11,12 @@
 #include <sstream>
 #include <utility>
 
+#include "broker/internal/config/compat.hh"
 #include "broker/internal/config/config_file.hh"
 #include "broker/internal/config/options_table.hh"
 
 namespace broker {
 
-using internal::builtin_option;
 using internal::quote_for_message;
 
 namespace {
@@ -84,72 +84,27 @@ std::string closest_key(std::string_view name, const Keys& keys) {
   return best;
 }
 
-// -- rendering --------------------------------------------------------------------------------
-
-std::string render_default(const option_info& info) {
-  switch (info.type) {
-    case option_type::string:
-      return quote_for_message(info.default_value);
-    case option_type::string_list:
-      return info.default_value.empty() ? std::string{"[]"} : info.default_value;
-    default:
-      return info.default_value;
-  }
-}
-
-std::string flag_text(const option_info& info) {
-  std::string result;
-  if (info.short_flag != 0) {
-    result += '-';
-    result += info.short_flag;
-    result += ", ";
-  }
-  result += "--";
-  result += info.key;
-  if (info.type == option_type::boolean)
-    result += "[=<bool>]";
-  else
-    result += "=<" + std::string{to_string(info.type)} + ">";
-  return result;
-}
-
-std::string description_text(const option_info& info) {
-  auto result = info.help + " (default: " + render_default(info);
-  if (info.type == option_type::count)
-    result += "; " + std::to_string(info.min) + "-" + std::to_string(info.max);
-  if (info.type == option_type::choice) {
-    result += "; one of";
-    for (size_t i = 0; i < info.choices.size(); ++i)
-      result += (i == 0 ? " " : ", ") + info.choices[i];
-  }
-  if (!info.env.empty())
-    result += "; env " + info.env;
-  result += ")";
-  return result;
-}
-
-std::string group_of(const std::string& key) {
-  auto dot = key.rfind('.');
-  return dot == std::string::npos ? std::string{} : key.substr(0, dot);
-}
-
-template <class T>
-const T& value_at(const std::vector<option_value>& values, builtin_option id) {
-  return std::get<T>(values[static_cast<size_t>(id)]);
-}
-
-overflow_policy policy_at(const std::vector<option_value>& values, builtin_option id) {
-  auto result = parse_overflow_policy(value_at<std::string>(values, id));
-  // The table only admits policy names, so this cannot fail.
-  assert(result.has_value());
-  return result.value_or(overflow_policy::disconnect);
-}
-
 error with_prefix(std::string prefix, const error& err) {
   return error{err.code(), std::move(prefix) + ": " + err.message()};
 }
 
 } // namespace
+
+std::string_view to_string(option_source x) noexcept {
+  switch (x) {
+    case option_source::default_value:
+      return "default";
+    case option_source::file:
+      return "file";
+    case option_source::environment:
+      return "environment";
+    case option_source::command_line:
+      return "command line";
+    case option_source::program:
+      return "program";
+  }
+  return "invalid";
+}
 
 std::string_view to_string(option_type x) noexcept {
   switch (x) {
@@ -169,6 +124,13 @@ std::string_view to_string(option_type x) noexcept {
   return "invalid";
 }
 
+/// What a name means. Foreign names carry the notice to report when they are used.
+struct configuration::resolved_name {
+  size_t index = npos;  ///< The option it sets, or npos.
+  bool ignored = false; ///< A Broker/CAF name with no effect here.
+  std::string notice;   ///< Empty for our own keys.
+};
+
 // -- construction and the table -----------------------------------------------------------------
 
 configuration::configuration() {
@@ -180,6 +142,7 @@ configuration::configuration() {
     assert(value.has_value());
     values_.emplace_back(value ? std::move(*value) : option_value{});
   }
+  origins_.resize(values_.size());
 }
 
 const std::vector<option_info>& configuration::options() {
@@ -218,6 +181,22 @@ error configuration::add_option(option_info info) {
     return fail("invalid default: " + value.error_value().message());
   program_options_.emplace_back(std::move(info));
   values_.emplace_back(std::move(*value));
+  origins_.emplace_back();
+  return {};
+}
+
+error configuration::add_alias(std::string name, std::string key) {
+  auto fail = [&name](const std::string& why) {
+    return error{ec::invalid_config,
+                 "cannot add alias " + quote_for_message(name) + ": " + why};
+  };
+  if (!internal::is_valid_key(name))
+    return fail("invalid name");
+  if (index_of(key) == npos)
+    return fail("unknown option " + quote_for_message(key));
+  if (resolve(name).index != npos || resolve(name).ignored)
+    return fail("the name is already in use");
+  aliases_.emplace_back(std::move(name), std::move(key));
   return {};
 }
 
@@ -237,12 +216,55 @@ const option_info& configuration::info_at(size_t index) const noexcept {
   return index < table.size() ? table[index] : program_options_[index - table.size()];
 }
 
-error configuration::assign(size_t index, option_value value) {
+error configuration::assign(size_t index, option_value value, value_origin origin) {
   const auto& info = info_at(index);
   if (auto err = internal::check_option_value(info, value))
     return with_prefix(info.key, err);
   values_[index] = std::move(value);
+  origins_[index] = std::move(origin);
   return {};
+}
+
+error configuration::set_from(size_t index, std::string_view value, value_origin origin) {
+  const auto& info = info_at(index);
+  auto parsed = internal::parse_option_value(info, value);
+  if (!parsed)
+    return with_prefix(info.key, parsed.error_value());
+  return assign(index, std::move(*parsed), std::move(origin));
+}
+
+configuration::resolved_name configuration::resolve(std::string_view name) const {
+  resolved_name result;
+  if (result.index = index_of(name); result.index != npos)
+    return result;
+  for (const auto& [alias, key] : aliases_)
+    if (alias == name) {
+      result.index = index_of(key);
+      result.notice = internal::alias_notice(name, key);
+      return result;
+    }
+  if (auto foreign = internal::lookup_foreign_key(name)) {
+    if (foreign->key.empty()) {
+      result.ignored = true;
+      result.notice = internal::ignored_notice(name, foreign->reason);
+    } else {
+      result.index = index_of(foreign->key);
+      result.notice = internal::alias_notice(name, foreign->key);
+    }
+  }
+  return result;
+}
+
+void configuration::add_notice(std::string text) {
+  if (!text.empty() && std::find(notices_.begin(), notices_.end(), text) == notices_.end())
+    notices_.push_back(std::move(text));
+}
+
+std::optional<option_source> configuration::source(std::string_view key) const {
+  auto index = index_of(key);
+  if (index == npos)
+    return std::nullopt;
+  return origins_[index].source;
 }
 
 // -- generic access -------------------------------------------------------------------------
@@ -267,29 +289,35 @@ error unknown_option(const Config& cfg, std::string_view shown, std::string_view
 } // namespace
 
 error configuration::set(std::string_view key, std::string_view value) {
-  auto index = index_of(key);
-  if (index == npos)
+  auto name = resolve(key);
+  if (name.ignored) {
+    add_notice(std::move(name.notice));
+    return {};
+  }
+  if (name.index == npos)
     return unknown_option(*this, key, key);
-  const auto& info = info_at(index);
-  auto parsed = internal::parse_option_value(info, value);
-  if (!parsed)
-    return with_prefix(info.key, parsed.error_value());
-  return assign(index, std::move(*parsed));
+  if (auto err = set_from(name.index, value, {option_source::program, {}}))
+    return err;
+  add_notice(std::move(name.notice));
+  return {};
 }
 
 error configuration::set_bool(std::string_view key, bool value) {
   auto index = index_of(key);
-  return index == npos ? unknown_option(*this, key, key) : assign(index, value);
+  return index == npos ? unknown_option(*this, key, key)
+                       : assign(index, value, {option_source::program, {}});
 }
 
 error configuration::set_count(std::string_view key, uint64_t value) {
   auto index = index_of(key);
-  return index == npos ? unknown_option(*this, key, key) : assign(index, value);
+  return index == npos ? unknown_option(*this, key, key)
+                       : assign(index, value, {option_source::program, {}});
 }
 
 error configuration::set_list(std::string_view key, std::vector<std::string> value) {
   auto index = index_of(key);
-  return index == npos ? unknown_option(*this, key, key) : assign(index, std::move(value));
+  return index == npos ? unknown_option(*this, key, key)
+                       : assign(index, std::move(value), {option_source::program, {}});
 }
 
 namespace {
@@ -358,21 +386,30 @@ error configuration::load_string(std::string_view text, std::string_view origin)
   for (auto& entry : *entries) {
     auto where = std::string{origin} + ":" + std::to_string(entry.line) + ":"
                  + std::to_string(entry.column);
-    auto index = copy.index_of(entry.key);
+    auto name = copy.resolve(entry.key);
+    if (name.ignored) {
+      copy.add_notice(where + ": " + name.notice);
+      continue;
+    }
+    auto index = name.index;
     if (index == npos)
       return with_prefix(where, unknown_option(copy, entry.key, entry.key));
     const auto& info = copy.info_at(index);
+    value_origin from{option_source::file, where};
     error err;
     if (auto scalar = std::get_if<std::string>(&entry.value)) {
-      err = copy.set(entry.key, *scalar);
+      err = copy.set_from(index, *scalar, std::move(from));
     } else if (info.type == option_type::string_list) {
-      err = copy.assign(index, std::move(std::get<std::vector<std::string>>(entry.value)));
+      err = copy.assign(index, std::move(std::get<std::vector<std::string>>(entry.value)),
+                        std::move(from));
     } else {
       err = error{ec::invalid_config, info.key + ": expected a "
                                         + std::string{to_string(info.type)} + ", got a list"};
     }
     if (err)
       return with_prefix(where, err);
+    if (!name.notice.empty())
+      copy.add_notice(where + ": " + name.notice);
   }
   *this = std::move(copy);
   return {};
@@ -394,12 +431,31 @@ error configuration::load_env(const getenv_function& getenv) {
     auto value = internal::parse_option_value(info, text);
     if (!value)
       return with_prefix(info.env + " (" + info.key + ")", value.error_value());
-    return copy.assign(index, std::move(*value));
+    return copy.assign(index, std::move(*value), {option_source::environment, info.env});
   };
   for (size_t index = 0; index < values_.size(); ++index)
     if (auto err = read(index))
       return err;
+  if (auto err = copy.read_foreign_variables(getenv))
+    return err;
   *this = std::move(copy);
+  return {};
+}
+
+error configuration::read_foreign_variables(const getenv_function& getenv) {
+  for (const auto& var : internal::foreign_variables()) {
+    auto text = getenv(var.name.c_str());
+    if (text == nullptr)
+      continue;
+    if (var.meaning.key.empty()) {
+      add_notice(internal::ignored_notice(var.name, var.meaning.reason));
+      continue;
+    }
+    auto index = index_of(var.meaning.key);
+    if (auto err = set_from(index, text, {option_source::environment, var.name}))
+      return with_prefix(var.name, err);
+    add_notice(internal::alias_notice(var.name, var.meaning.key));
+  }
   return {};
 }
 
@@ -441,6 +497,7 @@ error configuration::parse_args(int argc, const char* const* argv,
     if (arg == "-h" || arg == "-?" || arg == "--help")
       continue;
     size_t index = npos;
+    std::string notice;
     std::string_view flag;
     std::optional<std::string_view> value;
     if (arg[1] == '-') {
@@ -456,11 +513,21 @@ error configuration::parse_args(int argc, const char* const* argv,
         copy.config_file_ = std::string{*value};
         continue;
       }
-      index = copy.index_of(name);
-      if (index == npos && name.substr(0, implicit_prefix.size()) != implicit_prefix)
-        index = copy.index_of(std::string{implicit_prefix} + std::string{name});
-      if (index == npos)
+      auto resolved = copy.resolve(name);
+      if (resolved.index == npos && !resolved.ignored
+          && name.substr(0, implicit_prefix.size()) != implicit_prefix)
+        resolved = copy.resolve(std::string{implicit_prefix} + std::string{name});
+      if (resolved.ignored) {
+        // Ignored Broker and CAF settings all take a value.
+        if (!value && !(value = arg_at(++i)))
+          return missing_value(flag);
+        copy.add_notice(std::move(resolved.notice));
+        continue;
+      }
+      if (resolved.index == npos)
         return unknown_option(copy, flag, name);
+      index = resolved.index;
+      notice = std::move(resolved.notice);
     } else {
       flag = arg.substr(0, 2);
       for (size_t j = 0; j < copy.values_.size() && index == npos; ++j)
@@ -482,8 +549,9 @@ error configuration::parse_args(int argc, const char* const* argv,
       else if (!(value = arg_at(++i)))
         return missing_value(flag);
     }
-    if (auto err = copy.set(info.key, *value))
+    if (auto err = copy.set_from(index, *value, {option_source::command_line, std::string{flag}}))
       return err;
+    copy.add_notice(std::move(notice));
   }
   if (!positional.empty() && remainder == nullptr)
     return error{ec::invalid_config,
@@ -515,201 +583,6 @@ error configuration::load(int argc, const char* const* argv,
     return err;
   *this = std::move(copy);
   return {};
-}
-
-// -- help -------------------------------------------------------------------------------------
-
-std::string configuration::help_text() const {
-  // Flags longer than this get their description on the next line.
-  constexpr size_t max_flag_column = 44;
-  std::vector<const option_info*> rows;
-  for (const auto& info : options())
-    rows.push_back(&info);
-  for (const auto& info : program_options_)
-    rows.push_back(&info);
-  std::vector<std::string> groups; // in order of first appearance
-  for (auto row : rows)
-    if (auto group = group_of(row->key);
-        std::find(groups.begin(), groups.end(), group) == groups.end())
-      groups.push_back(group);
-  size_t width = 0;
-  for (auto row : rows)
-    width = std::max(width, std::min(flag_text(*row).size(), max_flag_column));
-  std::ostringstream out;
-  auto line = [&out, width](const std::string& flag, const std::string& description) {
-    out << "  " << flag;
-    if (flag.size() > width)
-      out << "\n  " << std::string(width, ' ');
-    else
-      out << std::string(width - flag.size(), ' ');
-    out << "  " << description << '\n';
-  };
-  out << "Options (precedence: defaults < config file < environment < command line).\n"
-      << "Keys may omit \"broker.\" on the command line, e.g. --ttl=4.\n\n"
-      << "general:\n";
-  line("-h, -?, --help", "print this help and exit");
-  line("--config-file=<path>", "read options from this file first (see doc/configuration.md)");
-  for (const auto& group : groups) {
-    out << '\n' << (group.empty() ? std::string{"program"} : group) << ":\n";
-    for (auto row : rows)
-      if (group_of(row->key) == group)
-        line(flag_text(*row), description_text(*row));
-  }
-  return out.str();
-}
-
-// -- typed access -----------------------------------------------------------------------------
-
-size_t configuration::peer_buffer_size() const {
-  return value_at<uint64_t>(values_, builtin_option::peer_buffer_size);
-}
-
-overflow_policy configuration::peer_overflow_policy() const {
-  return policy_at(values_, builtin_option::peer_overflow_policy);
-}
-
-size_t configuration::web_socket_buffer_size() const {
-  return value_at<uint64_t>(values_, builtin_option::web_socket_buffer_size);
-}
-
-overflow_policy configuration::web_socket_overflow_policy() const {
-  return policy_at(values_, builtin_option::web_socket_overflow_policy);
-}
-
-size_t configuration::subscriber_buffer_size() const {
-  return value_at<uint64_t>(values_, builtin_option::subscriber_buffer_size);
-}
-
-overflow_policy configuration::subscriber_overflow_policy() const {
-  return policy_at(values_, builtin_option::subscriber_overflow_policy);
-}
-
-size_t configuration::publisher_buffer_size() const {
-  return value_at<uint64_t>(values_, builtin_option::publisher_buffer_size);
-}
-
-bool configuration::disable_forwarding() const {
-  return value_at<bool>(values_, builtin_option::disable_forwarding);
-}
-
-uint16_t configuration::ttl() const {
-  return static_cast<uint16_t>(value_at<uint64_t>(values_, builtin_option::ttl));
-}
-
-bool configuration::disable_ssl() const {
-  return value_at<bool>(values_, builtin_option::disable_ssl);
-}
-
-const std::string& configuration::ssl_certificate() const {
-  return value_at<std::string>(values_, builtin_option::ssl_certificate);
-}
-
-const std::string& configuration::ssl_key() const {
-  return value_at<std::string>(values_, builtin_option::ssl_key);
-}
-
-const std::string& configuration::ssl_passphrase() const {
-  return value_at<std::string>(values_, builtin_option::ssl_passphrase);
-}
-
-const std::string& configuration::ssl_cafile() const {
-  return value_at<std::string>(values_, builtin_option::ssl_cafile);
-}
-
-const std::string& configuration::ssl_capath() const {
-  return value_at<std::string>(values_, builtin_option::ssl_capath);
-}
-
-uint16_t configuration::port() const {
-  return static_cast<uint16_t>(value_at<uint64_t>(values_, builtin_option::port));
-}
-
-const std::string& configuration::web_socket_address() const {
-  return value_at<std::string>(values_, builtin_option::web_socket_address);
-}
-
-uint16_t configuration::web_socket_port() const {
-  return static_cast<uint16_t>(value_at<uint64_t>(values_, builtin_option::web_socket_port));
-}
-
-const std::string& configuration::metrics_address() const {
-  return value_at<std::string>(values_, builtin_option::metrics_address);
-}
-
-uint16_t configuration::metrics_port() const {
-  return static_cast<uint16_t>(value_at<uint64_t>(values_, builtin_option::metrics_port));
-}
-
-size_t configuration::scheduler_max_threads() const {
-  return value_at<uint64_t>(values_, builtin_option::scheduler_max_threads);
-}
-
-size_t configuration::io_threads() const {
-  return value_at<uint64_t>(values_, builtin_option::io_threads);
-}
-
-size_t configuration::topic_cache_size() const {
-  return value_at<uint64_t>(values_, builtin_option::topic_cache_size);
-}
-
-size_t configuration::web_socket_max_clients() const {
-  return value_at<uint64_t>(values_, builtin_option::web_socket_max_clients);
-}
-
-size_t configuration::web_socket_max_message_size() const {
-  return value_at<uint64_t>(values_, builtin_option::web_socket_max_message_size);
-}
-
-size_t configuration::web_socket_handshake_timeout() const {
-  return value_at<uint64_t>(values_, builtin_option::web_socket_handshake_timeout);
-}
-
-size_t configuration::store_buffer_size() const {
-  return value_at<uint64_t>(values_, builtin_option::store_buffer_size);
-}
-
-size_t configuration::store_heartbeat_interval() const {
-  return value_at<uint64_t>(values_, builtin_option::store_heartbeat_interval);
-}
-
-size_t configuration::store_timeout_intervals() const {
-  return value_at<uint64_t>(values_, builtin_option::store_timeout_intervals);
-}
-
-size_t configuration::store_request_timeout() const {
-  return value_at<uint64_t>(values_, builtin_option::store_request_timeout);
-}
-
-size_t configuration::store_tick_interval() const {
-  return value_at<uint64_t>(values_, builtin_option::store_tick_interval);
-}
-
-size_t configuration::store_master_probe_timeout() const {
-  return value_at<uint64_t>(values_, builtin_option::store_master_probe_timeout);
-}
-
-size_t configuration::peer_max_subscriptions() const {
-  return value_at<uint64_t>(values_, builtin_option::peer_max_subscriptions);
-}
-
-size_t configuration::web_socket_max_subscriptions() const {
-  return value_at<uint64_t>(values_, builtin_option::web_socket_max_subscriptions);
-}
-
-size_t configuration::max_pending_control_bytes() const {
-  return value_at<uint64_t>(values_, builtin_option::max_pending_control_bytes);
-}
-
-size_t configuration::max_input_bytes() const {
-  return value_at<uint64_t>(values_, builtin_option::max_input_bytes);
-}
-
-size_t configuration::max_nesting_depth() const {
-  return value_at<uint64_t>(values_, builtin_option::max_nesting_depth);
-}
-
-const std::string& configuration::log_level() const {
-  return value_at<std::string>(values_, builtin_option::log_level);
 }
 
 bool operator==(const configuration& x, const configuration& y) {

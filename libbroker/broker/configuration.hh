@@ -18,7 +18,14 @@
 //   3. `if (cfg.help_requested())` print `cfg.help_text()` and exit. Checked before `err`,
 //      so that `--help --typo` still shows the help.
 //   4. `if (err)` print `err.message()` and exit.
+//   5. Print `cfg.notices()`: Zeek Broker spellings that were accepted (mapped onto our
+//      keys) or ignored (settings that do not apply here), one line per name.
 // Each loading call either applies all of its input or, on error, changes nothing.
+//
+// Broker compatibility: besides its own keys, the configuration reads Broker's and CAF's
+// spellings found in Broker users' files, flags and environment (internal/config/compat.hh,
+// doc/migrating.md), and programs can add aliases of their own (add_alias). Each value
+// remembers where it came from (source(), dump()).
 
 #include <cstdint>
 #include <functional>
@@ -29,6 +36,7 @@
 #include <vector>
 
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/overflow_policy.hh"
 
 namespace broker {
@@ -44,10 +52,10 @@ enum class option_type : uint8_t {
 };
 
 /// "bool", "count", "port", "string", "list" or "choice".
-std::string_view to_string(option_type x) noexcept;
+BROKER_API std::string_view to_string(option_type x) noexcept;
 
 /// One row of the options table.
-struct option_info {
+struct BROKER_API option_info {
   std::string key;                  ///< Canonical hyphenated key, e.g. "broker.ttl".
   option_type type = option_type::string;
   std::string default_value;        ///< The default, as text parsed like user input.
@@ -66,8 +74,20 @@ using option_value = std::variant<bool, uint64_t, std::string, std::vector<std::
 /// Reads an environment variable: returns nullptr when it is not set.
 using getenv_function = std::function<const char*(const char*)>;
 
+/// Where an option's current value came from.
+enum class option_source : uint8_t {
+  default_value, ///< Never set.
+  file,          ///< A config file (load_file, load_string).
+  environment,   ///< An environment variable (load_env).
+  command_line,  ///< parse_args.
+  program,       ///< The program called set(), set_bool(), ... directly.
+};
+
+/// "default", "file", "environment", "command line" or "program".
+BROKER_API std::string_view to_string(option_source x) noexcept;
+
 /// Every option of a Broker endpoint, validated against the options table.
-class configuration {
+class BROKER_API configuration {
 public:
   /// Every option at its default.
   configuration();
@@ -87,9 +107,17 @@ public:
   /// does not pass the option's own validation.
   error add_option(option_info info);
 
+  /// Accepts `name` wherever the key `key` is accepted (config files, `--name` on the
+  /// command line, set()), with a notice naming `key`; e.g. broker-node reads Broker's
+  /// top-level `port` as `broker.port`. Errors (invalid_config): an invalid name, a name
+  /// already in use, an unknown key.
+  error add_alias(std::string name, std::string key);
+
   // -- generic access by key ------------------------------------------------------------------
 
-  /// Parses `value` as the option's type and validates it. Errors (invalid_config):
+  /// Parses `value` as the option's type and validates it. `key` may also be a Zeek Broker
+  /// spelling or a program alias (the option is set, and a notice recorded) or a Broker/CAF
+  /// setting without effect here (only a notice is recorded). Errors (invalid_config):
   /// `unknown option "broker.foo"` or `broker.ttl: expected ..., got "abc"`. On error the
   /// option keeps its previous value.
   error set(std::string_view key, std::string_view value);
@@ -152,9 +180,31 @@ public:
   /// The path given with `--config-file` to the last parse_args(), or empty.
   const std::string& config_file() const noexcept { return config_file_; }
 
+  /// Where the value of `key` came from; nullopt for an unknown key.
+  std::optional<option_source> source(std::string_view key) const;
+
+  /// What the loading calls accepted but want the user to know, one line per name, in the
+  /// order met: a Broker spelling read as one of our keys, or a Broker or CAF setting that
+  /// has no effect here (and why). Programs print them as warnings at start-up.
+  const std::vector<std::string>& notices() const noexcept { return notices_; }
+
+  /// The effective configuration as config-file text: every option as `key = value` with
+  /// its source as a comment (`# file node.conf:3:1`, `# environment BROKER_PORT`,
+  /// `# command line --ttl`, `# default`). load_string() reads it back to an equal value.
+  std::string dump() const;
+
   /// The table rendered for --help: grouped by section; flag, type, default, range, variable
   /// and description of every option, including program options.
   std::string help_text() const;
+
+  /// Every option in help order: the library's table, then the program's options.
+  std::vector<const option_info*> all_options() const;
+
+  /// The flag column of help_text() for `info`, e.g. "-p, --broker.port=<port>".
+  static std::string flag_text(const option_info& info);
+
+  /// The description column of help_text(): help, default, range or choices, variable.
+  static std::string description_text(const option_info& info);
 
   // -- typed access to the library's options --------------------------------------------------
 
@@ -232,19 +282,41 @@ public:
   size_t max_nesting_depth() const;
   /// broker.log-level: "quiet", "error", "warning", "info", "debug" or "trace".
   const std::string& log_level() const;
+  /// broker.log-file: path of the log file (with CAF's [PID] and [TIMESTAMP]), or empty.
+  const std::string& log_file() const;
+  /// broker.log-file-level: like log_level(), for broker.log-file.
+  const std::string& log_file_level() const;
 
   /// Equal if both have the same program options and the same values.
-  friend bool operator==(const configuration& x, const configuration& y);
+  friend BROKER_API bool operator==(const configuration& x, const configuration& y);
   friend bool operator!=(const configuration& x, const configuration& y) { return !(x == y); }
 
 private:
+  /// What a name means: an option (by index), an ignored foreign name, or nothing.
+  struct resolved_name;
+
+  /// Where a value came from, and how the user wrote it (for dump()).
+  struct value_origin {
+    option_source source = option_source::default_value;
+    std::string where;
+  };
+
   /// The position of `key` in options() followed by program_options(), or npos.
   size_t index_of(std::string_view key) const noexcept;
   const option_info& info_at(size_t index) const noexcept;
-  error assign(size_t index, option_value value);
+  /// `name` as an option, a program alias or a Broker/CAF spelling (compat.hh).
+  resolved_name resolve(std::string_view name) const;
+  /// Records `text` once.
+  void add_notice(std::string text);
+  error assign(size_t index, option_value value, value_origin origin);
+  error set_from(size_t index, std::string_view value, value_origin origin);
+  error read_foreign_variables(const getenv_function& getenv);
 
   std::vector<option_info> program_options_;
   std::vector<option_value> values_; ///< One per option: options(), then program_options_.
+  std::vector<value_origin> origins_; ///< One per option, like values_.
+  std::vector<std::pair<std::string, std::string>> aliases_; ///< (name, key) pairs.
+  std::vector<std::string> notices_;
   std::string config_file_;
   bool help_requested_ = false;
 };

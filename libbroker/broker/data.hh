@@ -8,6 +8,7 @@
 // -0.0 equals +0.0, NaN sorts after +inf and all NaNs are equal.
 
 #include "broker/address.hh"
+#include "broker/export.hh"
 #include "broker/port.hh"
 #include "broker/subnet.hh"
 #include "broker/time.hh"
@@ -29,7 +30,7 @@ namespace broker {
 class data;
 
 /// The none value (Broker's `nil`).
-struct none {
+struct BROKER_API none {
   friend constexpr bool operator==(none, none) noexcept { return true; }
   friend constexpr bool operator!=(none, none) noexcept { return false; }
   friend constexpr bool operator<(none, none) noexcept { return false; }
@@ -43,7 +44,7 @@ using integer = int64_t;
 using real = double;
 
 /// The name of an enum constant (no validation, opaque bytes).
-struct enum_value {
+struct BROKER_API enum_value {
   std::string name;
   friend bool operator==(const enum_value& x, const enum_value& y) { return x.name == y.name; }
   friend bool operator!=(const enum_value& x, const enum_value& y) { return x.name != y.name; }
@@ -55,7 +56,7 @@ using table = std::map<data, data>;
 using vector = std::vector<data>;
 
 /// One Broker value.
-class data {
+class BROKER_API data {
 public:
   /// The type tags, equal to the binary encoding's tag byte.
   enum class type : uint8_t {
@@ -117,8 +118,8 @@ public:
   variant_type& get_data() noexcept { return v_; }
 
   /// Total order of binary-data.md §7.
-  friend bool operator<(const data& x, const data& y) noexcept;
-  friend bool operator==(const data& x, const data& y) noexcept;
+  friend BROKER_API bool operator<(const data& x, const data& y) noexcept;
+  friend BROKER_API bool operator==(const data& x, const data& y) noexcept;
   friend bool operator!=(const data& x, const data& y) noexcept { return !(x == y); }
   friend bool operator>(const data& x, const data& y) noexcept { return y < x; }
   friend bool operator<=(const data& x, const data& y) noexcept { return !(y < x); }
@@ -149,17 +150,17 @@ T& get(data& x) {
 }
 
 /// The JSON spelling of a type: "none", "boolean", ..., "enum-value", ... (websocket-v1.md §6).
-std::string_view to_string(data::type x) noexcept;
+BROKER_API std::string_view to_string(data::type x) noexcept;
 
 /// Human-readable rendering in Broker's style: vectors as "(a, b)", sets as "{a, b}",
 /// tables as "{k -> v, ...}", strings unquoted at top level and quoted when nested.
-std::string to_string(const data& x);
+BROKER_API std::string to_string(const data& x);
 
 /// Writes `to_string(x)`; lets test frameworks and logs print values.
-std::ostream& operator<<(std::ostream& out, const data& x);
+BROKER_API std::ostream& operator<<(std::ostream& out, const data& x);
 
 /// Builds a vector element by element: `vector_builder{}.add(1).add("x").build()`.
-class vector_builder {
+class BROKER_API vector_builder {
 public:
   template <class T>
   vector_builder& add(T&& x) {
@@ -178,7 +179,7 @@ private:
 };
 
 /// Builds a set; adding an element twice keeps one copy.
-class set_builder {
+class BROKER_API set_builder {
 public:
   template <class T>
   set_builder& add(T&& x) {
@@ -193,7 +194,7 @@ private:
 };
 
 /// Builds a table; adding a key twice keeps the first value.
-class table_builder {
+class BROKER_API table_builder {
 public:
   template <class K, class V>
   table_builder& add(K&& key, V&& value) {

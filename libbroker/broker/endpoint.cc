@@ -72,6 +72,7 @@ endpoint::endpoint(configuration cfg) {
   auto ops = internal::read_operations_settings(conf);
   auto lg = std::make_shared<internal::logger>(
     ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
+  internal::apply_log_file(*lg, conf, id); // An error is logged; the endpoint runs on.
   internal::core_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();

@@ -15,6 +15,7 @@
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/fwd.hh"
 #include "broker/hub.hh"
 #include "broker/message.hh"
@@ -39,19 +40,19 @@ class source_inbox;
 
 /// Per-call settings of a subscriber or hub queue; unset fields take the configuration's
 /// broker.subscriber-buffer-size / broker.subscriber-overflow-policy.
-struct queue_options {
+struct BROKER_API queue_options {
   std::optional<size_t> capacity;
   std::optional<overflow_policy> policy;
 };
 
 /// One live peering as peers() reports it.
-struct peer_info {
+struct BROKER_API peer_info {
   endpoint_info peer; ///< The peer's id and address.
   bool outbound = false; ///< True if we dialed.
 };
 
 /// See the file comment.
-class endpoint {
+class BROKER_API endpoint {
 public:
   /// Starts an endpoint with the default configuration.
   endpoint();

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "broker/export.hh"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -10,7 +12,7 @@ namespace broker {
 
 /// A 16-byte endpoint identifier (a UUID, RFC 4122 byte order; peering-wire.md §9).
 /// The all-zero id is nil: "no receiver" / "local".
-class endpoint_id {
+class BROKER_API endpoint_id {
 public:
   using bytes_type = std::array<uint8_t, 16>;
 
@@ -43,6 +45,6 @@ private:
 };
 
 /// Lowercase 8-4-4-4-12 text, e.g. "925c9110-5b87-57d9-9d80-b65568e87a44".
-std::string to_string(const endpoint_id& x);
+BROKER_API std::string to_string(const endpoint_id& x);
 
 } // namespace broker

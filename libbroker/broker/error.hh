@@ -6,6 +6,8 @@
 // in drop_conn messages and must never be renumbered. Codes from 100 on are local
 // extensions that never go on the wire.
 
+#include "broker/export.hh"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -66,13 +68,13 @@ enum class ec : uint8_t {
 };
 
 /// The snake_case name of `code`, e.g. "peer_invalid" (the JSON/status spelling).
-std::string_view to_string(ec code) noexcept;
+BROKER_API std::string_view to_string(ec code) noexcept;
 
 /// Parses a snake_case name; returns false for an unknown name.
-bool from_string(std::string_view name, ec& code) noexcept;
+BROKER_API bool from_string(std::string_view name, ec& code) noexcept;
 
 /// An error code with a human-readable message naming what went wrong.
-class error {
+class BROKER_API error {
 public:
   error() = default;
   error(ec code, std::string message = {}) : code_(code), message_(std::move(message)) {}
@@ -92,7 +94,7 @@ private:
 };
 
 /// Renders as "code_name: message" (or just the code name).
-std::string to_string(const error& err);
+BROKER_API std::string to_string(const error& err);
 
 /// Either a value or an error. Minimal stand-in for std::expected (C++23).
 template <class T>

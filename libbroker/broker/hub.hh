@@ -4,6 +4,7 @@
 // (Broker's hub). A hub never receives its own messages back.
 
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/fwd.hh"
 #include "broker/subscriber.hh"
 
@@ -14,7 +15,7 @@
 namespace broker {
 
 /// See the file comment.
-class hub {
+class BROKER_API hub {
 public:
   hub(hub&&) noexcept;
   hub& operator=(hub&&) noexcept;

@@ -11,6 +11,7 @@
 
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
+#include "broker/export.hh"
 #include "broker/topic.hh"
 
 #include <atomic>
@@ -24,7 +25,7 @@ namespace broker {
 /// Where a message came from on the network; set only on messages received from peers.
 /// The core uses it for multi-hop forwarding: loop suppression by (origin, sequence) for
 /// peers that speak our extension, and TTL for everyone.
-struct route_info {
+struct BROKER_API route_info {
   /// The publishing node; nil if unknown (a Broker peer, or a local publication).
   endpoint_id origin;
   /// The origin's per-node publication counter (0 if unknown).
@@ -42,7 +43,7 @@ enum class message_kind : uint8_t { data, command };
 
 /// The shared state behind a data_message. Immutable after construction except for the
 /// lazily filled encoding caches, which are guarded by once-flags.
-class message_impl {
+class BROKER_API message_impl {
 public:
   message_impl(std::string topic, data value,
                message_kind kind = message_kind::data) noexcept
@@ -108,7 +109,7 @@ private:
 };
 
 /// A handle to a shared, immutable message. Copying is one atomic increment.
-class data_message {
+class BROKER_API data_message {
 public:
   /// A null message (what a closed subscriber hands out).
   data_message() noexcept = default;
@@ -167,6 +168,6 @@ inline const data& get_data(const data_message& x) noexcept {
 }
 
 /// "topic: value", for logs and debugging.
-std::string to_string(const data_message& x);
+BROKER_API std::string to_string(const data_message& x);
 
 } // namespace broker

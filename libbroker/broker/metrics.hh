@@ -4,6 +4,7 @@
 // hold, and every message dropped or handler disconnected by an overflow policy. Nothing
 // is dropped without being counted here (DESIGN §4, "no silent loss").
 
+#include "broker/export.hh"
 #include "broker/overflow_policy.hh"
 
 #include <array>
@@ -27,10 +28,10 @@ inline constexpr size_t num_handler_kinds = 6;
 inline constexpr size_t num_overflow_policies = 4;
 
 /// "subscriber", "hub", "peer", "web_socket", "store_master", "store_clone".
-std::string_view to_string(handler_kind x) noexcept;
+BROKER_API std::string_view to_string(handler_kind x) noexcept;
 
 /// A snapshot of one handler kind's counters.
-struct handler_kind_metrics {
+struct BROKER_API handler_kind_metrics {
   /// Handlers of this kind currently attached.
   uint64_t handlers = 0;
   /// Messages currently waiting in their queues (approximate while traffic flows).
@@ -47,7 +48,7 @@ struct handler_kind_metrics {
 };
 
 /// A snapshot of the endpoint's counters.
-struct endpoint_metrics {
+struct BROKER_API endpoint_metrics {
   std::array<handler_kind_metrics, num_handler_kinds> kinds{};
   /// Messages the core has routed (one per message, however many receivers): data
   /// messages and store commands.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "broker/export.hh"
+
 #include <optional>
 #include <string_view>
 
@@ -19,9 +21,9 @@ enum class overflow_policy : unsigned char {
 };
 
 /// "block", "drop_oldest", "drop_newest" or "disconnect".
-std::string_view to_string(overflow_policy x) noexcept;
+BROKER_API std::string_view to_string(overflow_policy x) noexcept;
 
 /// Parses the names above (also accepts hyphens instead of underscores).
-std::optional<overflow_policy> parse_overflow_policy(std::string_view text) noexcept;
+BROKER_API std::optional<overflow_policy> parse_overflow_policy(std::string_view text) noexcept;
 
 } // namespace broker

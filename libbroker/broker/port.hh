@@ -1,5 +1,7 @@
 #pragma once
 
+#include "broker/export.hh"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,7 +10,7 @@
 namespace broker {
 
 /// A transport-layer port: number plus protocol (binary-data.md §4.7).
-class port {
+class BROKER_API port {
 public:
   /// Wire codes of the protocols; any other code is invalid.
   enum class protocol : uint8_t { unknown = 0, tcp = 1, udp = 2, icmp = 3 };
@@ -37,6 +39,6 @@ private:
 };
 
 /// "8080/tcp", "0/?".
-std::string to_string(port x);
+BROKER_API std::string to_string(port x);
 
 } // namespace broker

@@ -8,6 +8,7 @@
 // never blocks. A publisher's messages reach each sink in publication order.
 
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/fwd.hh"
 #include "broker/message.hh"
 #include "broker/topic.hh"
@@ -24,7 +25,7 @@ class source_inbox;
 } // namespace internal
 
 /// See the file comment.
-class publisher {
+class BROKER_API publisher {
 public:
   publisher(publisher&&) noexcept;
   publisher& operator=(publisher&&) noexcept;

@@ -13,6 +13,7 @@
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/error.hh"
+#include "broker/export.hh"
 
 #include <optional>
 #include <string>
@@ -32,11 +33,11 @@ enum class sc : uint8_t {
 };
 
 /// "peer_added", ...
-std::string_view to_string(sc code) noexcept;
-bool from_string(std::string_view name, sc& code) noexcept;
+BROKER_API std::string_view to_string(sc code) noexcept;
+BROKER_API bool from_string(std::string_view name, sc& code) noexcept;
 
 /// Where a remote endpoint can be reached.
-struct network_info {
+struct BROKER_API network_info {
   std::string address;
   uint16_t port = 0;
   /// Retry count (or interval in seconds) as Broker reports it.
@@ -44,13 +45,13 @@ struct network_info {
 };
 
 /// Which endpoint an event is about.
-struct endpoint_info {
+struct BROKER_API endpoint_info {
   endpoint_id node;
   std::optional<network_info> network;
 };
 
 /// A status event.
-class status {
+class BROKER_API status {
 public:
   status() = default;
   status(sc code, endpoint_info context, std::string message)
@@ -67,16 +68,16 @@ private:
 };
 
 /// "peer_added: <message>".
-std::string to_string(const status& x);
+BROKER_API std::string to_string(const status& x);
 
 /// Event encodings (see the file comment).
-data to_data(const status& x);
-data to_data(const error& x, const endpoint_info* context = nullptr);
+BROKER_API data to_data(const status& x);
+BROKER_API data to_data(const error& x, const endpoint_info* context = nullptr);
 
 /// Decodes an event published on topic::statuses / topic::errors; nullopt if `x` is not
 /// shaped like one.
-std::optional<status> to_status(const data& x);
-std::optional<error> to_error(const data& x);
+BROKER_API std::optional<status> to_status(const data& x);
+BROKER_API std::optional<error> to_error(const data& x);
 
 /// What a status subscriber hands out.
 using status_variant = std::variant<none, error, status>;

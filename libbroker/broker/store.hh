@@ -33,6 +33,7 @@
 
 #include "broker/data.hh"
 #include "broker/error.hh"
+#include "broker/export.hh"
 #include "broker/time.hh"
 
 #include <cstdint>
@@ -59,7 +60,7 @@ enum class backend : uint8_t {
 using backend_options = std::map<std::string, std::string>;
 
 /// See the file comment.
-class store {
+class BROKER_API store {
 public:
   using request_id = uint64_t;
 
@@ -166,7 +167,7 @@ private:
 /// Asynchronous queries: each call returns at once with a request id; the answer arrives
 /// later through receive(), and fd() is readable while answers wait. Every request gets
 /// exactly one answer (at worst request_timeout or shutting_down).
-class store::proxy {
+class BROKER_API store::proxy {
 public:
   explicit proxy(const store& s);
   ~proxy();

@@ -1,12 +1,13 @@
 #pragma once
 
 #include "broker/address.hh"
+#include "broker/export.hh"
 
 namespace broker {
 
 /// A network: an address with its host bits masked, plus a prefix length. The length is
 /// stored raw as on the wire: IPv4 subnets store `prefix + 96` (binary-data.md §4.6).
-class subnet {
+class BROKER_API subnet {
 public:
   subnet() noexcept = default;
 
@@ -47,6 +48,6 @@ private:
 };
 
 /// `<address>/<prefix>`, e.g. "192.168.9.0/24".
-std::string to_string(const subnet& x);
+BROKER_API std::string to_string(const subnet& x);
 
 } // namespace broker

@@ -10,6 +10,7 @@
 // `disconnect` policy, the queued messages can still be read; after them get() returns a
 // null data_message and closed() is true.
 
+#include "broker/export.hh"
 #include "broker/fwd.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
@@ -30,7 +31,7 @@ class local_queue;
 } // namespace internal
 
 /// See the file comment.
-class subscriber {
+class BROKER_API subscriber {
 public:
   subscriber(subscriber&&) noexcept;
   subscriber& operator=(subscriber&&) noexcept;
@@ -96,7 +97,7 @@ private:
 };
 
 /// Hands out status and error events (topic::statuses / topic::errors) as values.
-class status_subscriber {
+class BROKER_API status_subscriber {
 public:
   /// Blocks for the next event; `none` when the stream ended.
   status_variant get();

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "broker/export.hh"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -13,12 +15,12 @@ using timespan = std::chrono::duration<int64_t, std::nano>;
 using timestamp = std::chrono::time_point<std::chrono::system_clock, timespan>;
 
 /// The current wall-clock time.
-timestamp now() noexcept;
+BROKER_API timestamp now() noexcept;
 
 /// Broker's unit choice: "0s", "1500ns", "2us", "15ms", "60s" (websocket-v1.md §6.8).
-std::string to_string(timespan x);
+BROKER_API std::string to_string(timespan x);
 
 /// "YYYY-MM-DDThh:mm:ss.mmm", UTC, milliseconds floored (websocket-v1.md §6.7).
-std::string to_string(timestamp x);
+BROKER_API std::string to_string(timestamp x);
 
 } // namespace broker

@@ -7,6 +7,8 @@
 // matches everything. Topics starting with "<$>" are reserved for internal use: applications
 // and clients may not publish there.
 
+#include "broker/export.hh"
+
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,7 +17,7 @@
 namespace broker {
 
 /// A topic name or subscription prefix.
-class topic {
+class BROKER_API topic {
 public:
   topic() = default;
   topic(std::string str) : str_(std::move(str)) {}
@@ -67,6 +69,6 @@ using filter_type = std::vector<topic>;
 
 /// Sorts `xs`, removes duplicates and every prefix that another entry already covers
 /// ("/a" makes "/a/b" redundant). This is the minimal form peers exchange.
-void minimize(filter_type& xs);
+BROKER_API void minimize(filter_type& xs);
 
 } // namespace broker

@@ -5,7 +5,7 @@
 //   printf 'put alice 1\nincrement alice 2\nget alice\n' | broker-store --peer h:9999 users
 //
 // Start-up order:
-//   1. Block SIGINT/SIGTERM (signal_watch) before the endpoint starts its threads.
+//   1. Block SIGINT/SIGTERM (tools/tool.hh) before the endpoint starts its threads.
 //   2. Parse options and the operations given on the command line; exit 1 on bad usage.
 //   3. Start the endpoint, listen (--listen), dial --peer.
 //   4. Attach the store: the master (--master) or a clone, which waits for its first
@@ -16,8 +16,10 @@
 #include "ops.hh"
 #include "runner.hh"
 
-#include "peer_uri.hh"
-#include "signal_watch.hh"
+#include "address.hh"
+#include "option_rows.hh"
+#include "store_options.hh"
+#include "tool.hh"
 
 #include <broker/configuration.hh>
 #include <broker/endpoint.hh>
@@ -37,9 +39,7 @@ using namespace broker_store;
 
 namespace {
 
-constexpr const char* program_name = "broker-store";
-
-constexpr const char* usage =
+constexpr std::string_view usage =
   "Usage: broker-store [options] STORE [OPERATION [ARGS...] [';' OPERATION ...]]\n"
   "\n"
   "Attaches a clone of STORE (or its master with --master) and runs the operations, or\n"
@@ -54,6 +54,19 @@ constexpr const char* usage =
   "are durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
   "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
   "store, 3 an operation failed. See doc/broker-store.md.\n";
+
+/// The man page's sections beyond the options (tools/man_page.hh).
+constexpr std::string_view exit_status = "0\tall operations succeeded\n"
+                                         "1\tbad usage: an option, an operation or a value\n"
+                                         "2\tcannot reach or attach the store\n"
+                                         "3\tan operation failed";
+constexpr std::string_view see_also =
+  "broker-node(1), broker-throughput(1); doc/broker-store.md";
+
+broker_tools::tool_info store_info() {
+  return {{"broker-store", "read and write a Broker data store from the command line", usage,
+           exit_status, {}, see_also, {}}};
+}
 
 /// Exit codes (doc/broker-store.md).
 enum exit_code : int {
@@ -84,6 +97,7 @@ struct tool_options {
   std::vector<broker_tools::peer_address> peers;
   std::chrono::seconds peer_retry{0};
   bool master = false;
+  broker_tools::store_settings backend; ///< Of the master (--master).
   bool listen = false;
   std::string listen_address;
   uint16_t port = 0;
@@ -92,55 +106,23 @@ struct tool_options {
   std::vector<operation> ops; ///< From the command line; empty: read stdin.
 };
 
-int fail(int code, const std::string& what) {
-  std::fprintf(stderr, "%s: %s\n", program_name, what.c_str());
-  return code;
-}
-
-broker::option_info row(std::string key, broker::option_type type, std::string def,
-                        std::string help, uint64_t max = 0) {
-  broker::option_info info;
-  info.key = std::move(key);
-  info.type = type;
-  info.default_value = std::move(def);
-  info.help = std::move(help);
-  if (type == broker::option_type::count)
-    info.max = max;
-  return info;
-}
-
 broker::error add_tool_options(broker::configuration& cfg) {
-  using broker::option_type;
+  using namespace broker_tools;
   std::vector<broker::option_info> rows;
-  rows.push_back(row("peer", option_type::string_list, "[]",
-                     "nodes to peer with, each host:port or tcp://host:port"));
-  rows.push_back(row("peer-retry", option_type::count, "0",
-                     "seconds between re-dials of a failed or lost peer; 0: dial once",
-                     max_seconds));
-  rows.push_back(row("master", option_type::boolean, "false",
-                     "host the store's master here (memory backend) instead of a clone"));
-  rows.push_back(row("listen", option_type::boolean, "false",
-                     "accept peerings on -p (0: a free port), printed as {\"listening\":PORT}"));
-  rows.push_back(row("listen-address", option_type::string, "",
-                     "address --listen binds to; empty: all interfaces"));
-  rows.push_back(row("ready-timeout", option_type::count,
-                     std::to_string(default_ready_timeout_seconds),
-                     "seconds a clone waits for its master's snapshot; 0: do not wait",
-                     max_seconds));
-  for (auto& info : rows)
-    if (auto err = cfg.add_option(std::move(info)))
-      return err;
-  return {};
-}
-
-broker::expected<broker_tools::peer_address> parse_peer(const std::string& text) {
-  // host:port is the short form; the tools' tcp://host:port is accepted as well.
-  auto uri = text.find("://") == std::string::npos ? "tcp://" + text : text;
-  auto addr = broker_tools::parse_peer_uri(uri);
-  if (!addr)
-    return broker::error{broker::ec::invalid_config,
-                         "peer: expected host:port, got \"" + text + "\""};
-  return addr;
+  rows.push_back(list_row("peer", "nodes to peer with, each host:port or tcp://host:port "
+                                  "([::1]:port for IPv6)"));
+  rows.push_back(count_row("peer-retry", 0, 0, max_seconds,
+                           "seconds between re-dials of a failed or lost peer; 0: dial once"));
+  rows.push_back(flag_row("master", "host the store's master here (see --store-backend) "
+                                    "instead of a clone"));
+  add_store_rows(rows, "--master");
+  rows.push_back(flag_row("listen", "accept peerings on -p (0: a free port), printed as "
+                                    "{\"listening\":PORT}"));
+  rows.push_back(string_row("listen-address", "",
+                            "address --listen binds to; empty: all interfaces"));
+  rows.push_back(count_row("ready-timeout", default_ready_timeout_seconds, 0, max_seconds,
+                           "seconds a clone waits for its master's snapshot; 0: do not wait"));
+  return add_rows(cfg, std::move(rows));
 }
 
 /// Splits the words after STORE at ";" and parses each operation.
@@ -172,13 +154,17 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
                                             const std::vector<std::string>& rest) {
   tool_options result;
   for (auto& text : cfg.get_list("peer").value_or(std::vector<std::string>{})) {
-    auto addr = parse_peer(text);
+    auto addr = broker_tools::parse_address(text);
     if (!addr)
-      return addr.error_value();
+      return broker_tools::option_error("peer", addr.error_value().message());
     result.peers.push_back(std::move(*addr));
   }
   result.peer_retry = std::chrono::seconds{cfg.get_count("peer-retry").value_or(0)};
   result.master = cfg.get_bool("master").value_or(false);
+  auto backend = broker_tools::read_store_settings(cfg);
+  if (!backend)
+    return backend.error_value();
+  result.backend = std::move(*backend);
   result.listen = cfg.get_bool("listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");
   result.port = cfg.port();
@@ -190,6 +176,9 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   if (result.store.empty() || broker::is_reserved_topic(result.store))
     return broker::error{broker::ec::invalid_config,
                          "invalid store name \"" + result.store + "\""};
+  if (result.master)
+    if (auto err = broker_tools::check_store_file_name(result.backend, "STORE", result.store))
+      return err;
   std::vector<std::string> words{rest.begin() + 1, rest.end()};
   if (auto err = parse_command_line_ops(words, result.ops))
     return err;
@@ -222,7 +211,8 @@ broker::error dial_peers(broker::endpoint& ep, const tool_options& opts) {
 
 broker::expected<broker::store> attach(broker::endpoint& ep, const tool_options& opts) {
   if (opts.master)
-    return ep.attach_master(opts.store);
+    return ep.attach_master(opts.store, opts.backend.backend,
+                            broker_tools::backend_options_for(opts.backend, opts.store));
   auto st = ep.attach_clone(opts.store);
   if (!st || opts.ready_timeout.count() == 0)
     return st;
@@ -300,26 +290,26 @@ bool run_stdin(runner& r, broker_tools::signal_watch& signals) {
   return all_ok;
 }
 
-int run(broker::configuration cfg, const tool_options& opts,
-        broker_tools::signal_watch& signals) {
-  auto timeout = std::chrono::milliseconds{cfg.store_request_timeout()};
-  broker::endpoint ep{std::move(cfg)};
+int run(broker_tools::tool& t, const tool_options& opts) {
+  auto& signals = t.signals();
+  auto timeout = std::chrono::milliseconds{t.config().store_request_timeout()};
+  broker::endpoint ep{t.config()};
   if (const auto& err = ep.startup_error())
-    return fail(exit_no_store, "cannot start: " + to_string(err));
+    return t.fail(exit_no_store, "cannot start: " + to_string(err));
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
     if (!port)
-      return fail(exit_no_store, "cannot listen on \"" + opts.listen_address + "\":"
+      return t.fail(exit_no_store, "cannot listen on \"" + opts.listen_address + "\":"
                                    + std::to_string(opts.port) + ": "
                                    + to_string(port.error_value()));
     std::printf("{\"listening\":%u}\n", static_cast<unsigned>(*port));
     std::fflush(stdout);
   }
   if (auto err = dial_peers(ep, opts))
-    return fail(exit_no_store, err.message());
+    return t.fail(exit_no_store, err.message());
   auto st = attach(ep, opts);
   if (!st)
-    return fail(exit_no_store, "cannot attach store \"" + opts.store
+    return t.fail(exit_no_store, "cannot attach store \"" + opts.store
                                  + "\": " + to_string(st.error_value()));
   runner r{ep, *st, timeout, [&signals] { return signals.consume(); }};
   bool all_ok = true;
@@ -337,24 +327,11 @@ int run(broker::configuration cfg, const tool_options& opts,
 } // namespace
 
 int main(int argc, char** argv) {
-  // A reader of our stdout that goes away must not kill us; writes just fail.
-  std::signal(SIGPIPE, SIG_IGN);
-  broker_tools::signal_watch signals;
-  if (signals.fd() < 0)
-    return fail(exit_no_store, "cannot create a signalfd for SIGINT/SIGTERM");
-  broker::configuration cfg;
-  if (auto err = add_tool_options(cfg))
-    return fail(exit_no_store, err.message());
-  std::vector<std::string> rest;
-  auto err = cfg.load(argc, argv, &rest);
-  if (cfg.help_requested()) {
-    std::printf("%s\n%s", usage, cfg.help_text().c_str());
-    return exit_ok;
-  }
-  if (err)
-    return fail(exit_bad_usage, err.message());
-  auto opts = read_options(cfg, rest);
-  if (!opts)
-    return fail(exit_bad_usage, opts.error_value().message());
-  return run(std::move(cfg), *opts, signals);
+  broker_tools::tool t{store_info()};
+  if (auto code = t.start(argc, argv, add_tool_options))
+    return *code;
+  auto opts = read_options(t.config(), t.args());
+  if (auto code = t.validated(opts))
+    return *code;
+  return run(t, *opts);
 }

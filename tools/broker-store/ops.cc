@@ -2,6 +2,8 @@
 
 #include "values.hh"
 
+#include <broker/json.hh>
+
 #include <array>
 
 namespace broker_store {
@@ -202,7 +204,7 @@ expected<operation> parse_operation(const std::vector<std::string>& words) {
       if (given == 0 || given != spec->max_args + 1)
         return bad_op(*spec, "expects " + std::to_string(spec->max_args + 1 + first - 1)
                                + " arguments, got " + std::to_string(words.size() - 1));
-      result.duration = parse_duration(words[last - 1]);
+      result.duration = broker::parse_timespan(words[last - 1]);
       if (!result.duration)
         return bad_op(*spec, "TIMEOUT must be a duration such as 10s or 500ms, got \""
                                + words[last - 1] + "\"");
@@ -212,8 +214,8 @@ expected<operation> parse_operation(const std::vector<std::string>& words) {
       // The last word is an expiry when there are more words than data arguments, and may
       // be one for insert_into with 3 words: a duration is never a valid value.
       if (given > spec->max_args
-          || (given > spec->min_args && parse_duration(words[last - 1]))) {
-        result.duration = parse_duration(words[last - 1]);
+          || (given > spec->min_args && broker::parse_timespan(words[last - 1]))) {
+        result.duration = broker::parse_timespan(words[last - 1]);
         if (!result.duration)
           return bad_op(*spec, "EXPIRY must be a duration such as 10s or 500ms, got \""
                                  + words[last - 1] + "\"");

@@ -2,6 +2,8 @@
 
 #include "values.hh"
 
+#include <broker/json.hh>
+
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -25,7 +27,7 @@ void print_line(const std::string& line) {
 }
 
 std::string op_field(std::string_view op) {
-  return "{\"op\":" + json_string(op);
+  return "{\"op\":" + broker::to_json_string(op);
 }
 
 } // namespace
@@ -47,8 +49,8 @@ bool runner::run(const operation& op) {
 }
 
 void runner::print_error(std::string_view op, const error& err) {
-  print_line(op_field(op) + ",\"error\":" + json_string(to_string(err.code()))
-             + ",\"message\":" + json_string(err.message()) + "}");
+  print_line(op_field(op) + ",\"error\":" + broker::to_json_string(to_string(err.code()))
+             + ",\"message\":" + broker::to_json_string(err.message()) + "}");
 }
 
 bool runner::print_value(std::string_view op, const expected<data>& x) {
@@ -56,7 +58,7 @@ bool runner::print_value(std::string_view op, const expected<data>& x) {
     print_error(op, x.error_value());
     return false;
   }
-  print_line(op_field(op) + ",\"value\":" + to_json(*x) + "}");
+  print_line(op_field(op) + ",\"value\":" + broker::to_json(*x) + "}");
   return true;
 }
 
@@ -169,7 +171,7 @@ bool runner::run_wait(const operation& op) {
         print_ok(name);
         return true;
       }
-      last = x ? "the value is " + to_json(*x) : to_string(x.error_value());
+      last = x ? "the value is " + broker::to_json(*x) : to_string(x.error_value());
     }
     if (std::chrono::steady_clock::now() >= deadline)
       break;

@@ -1,6 +1,6 @@
 #include "values.hh"
 
-#include <broker/internal/codec/json.hh>
+#include <broker/json.hh>
 
 #include <nlohmann/json.hpp>
 
@@ -9,8 +9,6 @@
 #include <limits>
 
 namespace broker_store {
-
-namespace json_codec = broker::internal::json;
 
 using broker::ec;
 using broker::error;
@@ -137,9 +135,8 @@ expected<broker::data> convert_typed(const nlohmann::json& x) {
   } catch (const nlohmann::json::exception& e) {
     return bad_data(std::string{"cannot re-encode a typed value: "} + e.what());
   }
-  broker::data result;
-  auto res = json_codec::decode(text, result);
-  if (!res)
+  auto result = broker::from_json(text);
+  if (!result)
     return bad_data(excerpt(text) + ": not a valid Broker value in the typed form "
                            "{\"@data-type\": T, \"data\": V} (see doc/web-socket.md)");
   return result;
@@ -217,20 +214,6 @@ expected<broker::data> parse_value(std::string_view word) {
     return bad_data(excerpt(word) + ": " + e.what());
   }
   return convert(doc, 1);
-}
-
-std::optional<broker::timespan> parse_duration(std::string_view word) {
-  return json_codec::parse_timespan(word);
-}
-
-std::string to_json(const broker::data& x) {
-  return json_codec::encode(x);
-}
-
-std::string json_string(std::string_view text) {
-  std::string result;
-  json_codec::append_string(text, result);
-  return result;
 }
 
 } // namespace broker_store

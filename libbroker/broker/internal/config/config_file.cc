@@ -137,6 +137,17 @@ private:
     return fail(line, column, "key longer than " + std::to_string(max_key_size) + " bytes");
   }
 
+  // A key in quotes, as JSON writes it: the same words as a bare key.
+  bool read_quoted_key(std::string& out) {
+    auto line = line_;
+    auto column = column_;
+    if (!read_quoted(out))
+      return false;
+    if (!is_valid_key(out))
+      return fail(line, column, "invalid key \"" + out + "\"");
+    return true;
+  }
+
   bool read_quoted(std::string& out) {
     auto line = line_;
     auto column = column_;
@@ -263,17 +274,22 @@ private:
       } else if (c == '[') {
         if (!read_section_header(blocks, section))
           return false;
-      } else if (is_key_char(c)) {
+      } else if (c == '{' && blocks.empty() && !opened_document_) {
+        // A whole file in braces: the JSON form CAF reads (and Broker's tests write).
+        opened_document_ = true;
+        blocks.push_back(open_block{section, line_, column_});
+        next();
+      } else if (is_key_char(c) || c == '"' || c == '\'') {
         auto line = line_;
         auto column = column_;
         std::string key;
-        if (!read_key(key))
+        if (!(is_key_char(c) ? read_key(key) : read_quoted_key(key)))
           return false;
         auto full_key = join_key(blocks.empty() ? section : blocks.back().prefix, key);
         if (!check_key_size(full_key, line, column))
           return false;
         skip_blank(false);
-        if (peek() == '=') {
+        if (peek() == '=' || peek() == ':') {
           next();
           skip_blank(false);
         } else if (peek() != '{') {
@@ -313,6 +329,7 @@ private:
   size_t pos_ = 0;
   size_t line_ = 1;
   size_t column_ = 1;
+  bool opened_document_ = false;
   error err_;
 };
 

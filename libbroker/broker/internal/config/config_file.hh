@@ -12,6 +12,7 @@
 //   broker.ttl = 16                                             flat dotted keys
 //   topics = ["/a", '/b', /c]                                   lists of strings
 //   passphrase = "with \"escapes\""                             quoted or bare strings
+//   {"broker": {"ttl": 16}, "topics": ["/a"]}                   JSON, as CAF reads it
 // The parser is iterative (no recursion) and reports every error with line and column.
 // Memory stays linear in the input: a key, section prefixes included, is at most
 // max_key_size bytes, because every entry stores its full key (a long [section] name

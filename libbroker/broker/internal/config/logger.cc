@@ -1,11 +1,16 @@
 #include "broker/internal/config/logger.hh"
 
+#include "broker/configuration.hh"
 #include "broker/time.hh"
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+
+#include <unistd.h>
 
 namespace broker::internal {
 
@@ -90,12 +95,67 @@ std::string logger::render(log_level x, std::string_view component,
   return line;
 }
 
+error logger::open_file(const std::string& path, log_level level) {
+  file_.reset();
+  file_level_.store(log_level::quiet, std::memory_order_relaxed);
+  if (path.empty() || level == log_level::quiet)
+    return {};
+  std::shared_ptr<std::FILE> file{std::fopen(path.c_str(), "a"), [](std::FILE* f) {
+                                    if (f)
+                                      std::fclose(f);
+                                  }};
+  if (!file.get())
+    return error{ec::cannot_open_file,
+                 "broker.log-file: cannot open \"" + path + "\": " + std::strerror(errno)};
+  file_ = std::move(file);
+  file_level_.store(level, std::memory_order_relaxed);
+  return {};
+}
+
 void logger::write(log_level x, std::string_view component, std::string_view message) const {
   if (!enabled(x))
     return;
   auto line = render(x, component, message);
-  if (sink_)
+  if (sink_ && x <= level_.load(std::memory_order_relaxed))
     sink_(line);
+  if (file_ && x <= file_level_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> guard{output_mutex()};
+    std::fwrite(line.data(), 1, line.size(), file_.get());
+    std::fputc('\n', file_.get());
+    std::fflush(file_.get());
+  }
+}
+
+namespace {
+
+void replace_all(std::string& text, std::string_view what, const std::string& with) {
+  for (auto pos = text.find(what); pos != std::string::npos;
+       pos = text.find(what, pos + with.size()))
+    text.replace(pos, what.size(), with);
+}
+
+} // namespace
+
+std::string expand_log_path(std::string_view path, const endpoint_id& node) {
+  std::string result{path};
+  replace_all(result, "[PID]", std::to_string(::getpid()));
+  auto stamp = broker::to_string(now()).substr(0, 19); // YYYY-MM-DDThh:mm:ss
+  for (auto& c : stamp)
+    if (c == ':')
+      c = '-'; // No colons in file names.
+  replace_all(result, "[TIMESTAMP]", stamp);
+  replace_all(result, "[NODE]", to_string(node));
+  return result;
+}
+
+error apply_log_file(logger& lg, const configuration& cfg, const endpoint_id& node) {
+  // The options table validated the level; quiet is only the unreachable fallback.
+  auto level = parse_log_level(cfg.log_file_level()).value_or(log_level::quiet);
+  auto path = cfg.log_file().empty() ? std::string{} : expand_log_path(cfg.log_file(), node);
+  auto err = lg.open_file(path, level);
+  if (err)
+    lg.write(log_level::error, "logger", err.message());
+  return err;
 }
 
 logger& default_logger() noexcept {

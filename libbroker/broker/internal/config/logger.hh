@@ -13,16 +13,27 @@
 // Threads: any thread may log; the level is an atomic, and the sink (stderr by default)
 // is called under one process-wide mutex so that lines never interleave.
 //
+// A logger may also append to a file (broker.log-file, Broker's caf.logger.file.path), with
+// its own level (broker.log-file-level); the file is set up before the logger is shared.
+//
 // Formats:
 //   text  <UTC time> <level> <component>: <message>
 //   json  {"time":"…","level":"…","component":"…","endpoint":"…","message":"…"}
 
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "broker/endpoint_id.hh"
+#include "broker/error.hh"
+
+namespace broker {
+class configuration;
+} // namespace broker
 
 namespace broker::internal {
 
@@ -56,7 +67,9 @@ public:
 
   /// True if lines of `x` are written; callers may skip building the message otherwise.
   bool enabled(log_level x) const noexcept {
-    return x != log_level::quiet && x <= level_.load(std::memory_order_relaxed);
+    return x != log_level::quiet
+           && (x <= level_.load(std::memory_order_relaxed)
+               || x <= file_level_.load(std::memory_order_relaxed));
   }
 
   log_level level() const noexcept { return level_.load(std::memory_order_relaxed); }
@@ -66,6 +79,10 @@ public:
   log_format format() const noexcept { return format_; }
 
   const std::string& endpoint() const noexcept { return endpoint_; }
+
+  /// Also appends lines up to `level` to the file at `path` (call before sharing the
+  /// logger). An error (cannot_open_file) names broker.log-file and the path.
+  error open_file(const std::string& path, log_level level);
 
   /// Writes one line if `x` is enabled (see the file comment for the formats).
   void write(log_level x, std::string_view component, std::string_view message) const;
@@ -79,7 +96,17 @@ private:
   log_format format_;
   std::string endpoint_;
   sink_fn sink_;
+  std::shared_ptr<std::FILE> file_;
+  std::atomic<log_level> file_level_{log_level::quiet};
 };
+
+/// A CAF-style log path with `[PID]`, `[TIMESTAMP]` (UTC, `YYYY-MM-DDThh-mm-ss`) and
+/// `[NODE]` (the endpoint id) replaced, as Broker's caf.logger.file.path allows.
+std::string expand_log_path(std::string_view path, const endpoint_id& node);
+
+/// Applies broker.log-file and broker.log-file-level to `lg` (see open_file); an error is
+/// also written to `lg`.
+error apply_log_file(logger& lg, const configuration& cfg, const endpoint_id& node);
 
 /// The process-wide logger for code without an endpoint (level info, text, stderr).
 logger& default_logger() noexcept;

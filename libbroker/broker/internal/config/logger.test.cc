@@ -150,3 +150,56 @@ TEST_CASE("two endpoints in one process log at their own levels", "[logger]") {
   CHECK(occurrences(text, "listening on 127.0.0.1:") == 1);
   CHECK(occurrences(text, "\"endpoint\":\"chatty\"") >= 1);
 }
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+} // namespace
+
+TEST_CASE("a CAF-style log path gets its placeholders filled in", "[logger]") {
+  auto path = expand_log_path("broker_[PID]_[TIMESTAMP].log", endpoint_id{});
+  CHECK(path.find("[PID]") == std::string::npos);
+  CHECK(path.find("[TIMESTAMP]") == std::string::npos);
+  CHECK(path.find("_" + std::to_string(::getpid()) + "_") != std::string::npos);
+  CHECK(path.find(':') == std::string::npos);
+  CHECK(expand_log_path("plain.log", endpoint_id{}) == "plain.log");
+}
+
+TEST_CASE("broker.log-file receives lines up to broker.log-file-level", "[logger]") {
+  auto path = "/tmp/broker-logger-test-" + std::to_string(::getpid()) + ".log";
+  std::remove(path.c_str());
+  configuration cfg;
+  REQUIRE_FALSE(cfg.set("broker.log-file", path));
+  REQUIRE_FALSE(cfg.set("broker.log-file-level", "warning"));
+  captured out;
+  logger lg{log_level::quiet, log_format::text, "", out.sink()};
+  REQUIRE_FALSE(apply_log_file(lg, cfg, endpoint_id{}));
+  CHECK(lg.enabled(log_level::warning));
+  CHECK_FALSE(lg.enabled(log_level::info));
+  lg.write(log_level::warning, "test", "to the file");
+  lg.write(log_level::info, "test", "too verbose for the file");
+  auto text = slurp(path);
+  std::remove(path.c_str());
+  CHECK(text.find(" warning test: to the file\n") != std::string::npos);
+  CHECK(text.find("too verbose") == std::string::npos);
+  CHECK(out.lines.empty()); // the sink's level is quiet
+}
+
+TEST_CASE("a log file that cannot be opened is an error naming broker.log-file", "[logger]") {
+  configuration cfg;
+  REQUIRE_FALSE(cfg.set("broker.log-file", "/nonexistent-dir/broker.log"));
+  captured out;
+  logger lg{log_level::error, log_format::text, "", out.sink()};
+  auto err = apply_log_file(lg, cfg, endpoint_id{});
+  CHECK(err == ec::cannot_open_file);
+  CHECK(err.message().find("broker.log-file: cannot open \"/nonexistent-dir/broker.log\"")
+        == 0);
+  REQUIRE(out.lines.size() == 1);
+  CHECK(out.lines[0].find("broker.log-file: cannot open") != std::string::npos);
+}

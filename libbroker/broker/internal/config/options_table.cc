@@ -92,6 +92,12 @@ std::vector<std::string> all_policies() {
   return {"block", "drop_oldest", "drop_newest", "disconnect"};
 }
 
+// CAF's verbosity names, which Broker's config files and variables use: quiet writes
+// nothing, trace is debug (we have no finer level).
+std::vector<std::string> log_levels() {
+  return {"quiet", "error", "warning", "info", "debug", "trace"};
+}
+
 // -- parsing helpers --------------------------------------------------------------------------
 
 bool is_space(char c) noexcept {
@@ -183,9 +189,21 @@ expected<option_value> parse_port(std::string_view text) {
   return option_value{*value};
 }
 
+// "[::1]:9999" (and a list of such addresses, comma-separated) is no list literal.
+bool starts_with_ipv6_address(std::string_view text) noexcept {
+  auto close = text.find(']');
+  if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+    return false;
+  for (auto c : text.substr(1, close - 1))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+          || c == ':' || c == '.'))
+      return false;
+  return true;
+}
+
 expected<option_value> parse_list(std::string_view text) {
   auto str = trim(text);
-  if (!str.empty() && str.front() == '[') {
+  if (!str.empty() && str.front() == '[' && !starts_with_ipv6_address(str)) {
     if (auto items = parse_list_literal(str))
       return option_value{std::move(*items)};
     return invalid("a list such as [\"/a\", \"/b\"] or /a,/b", text);
@@ -259,13 +277,8 @@ std::vector<option_info> make_options_table() {
   add(bo::max_nesting_depth,
       count_option("broker.max-nesting-depth", 128, min_nesting_depth, max_nesting_depth,
                    "deepest container nesting accepted when decoding data"));
-  add(bo::log_level, [] {
-        auto info = choice_option("broker.log-level", "info",
-                                  {"quiet", "error", "warning", "info", "debug", "trace"},
-                                  "least severe log level that is written; quiet: none");
-        info.env = "BROKER_CONSOLE_VERBOSITY"; // Broker's name for its console log level.
-        return info;
-      }());
+  add(bo::log_level, choice_option("broker.log-level", "info", log_levels(),
+                                   "least severe level written to stderr; quiet: nothing"));
   add(bo::ssl_certificate,
       string_option("broker.ssl.certificate", "path of this node's PEM certificate"));
   add(bo::ssl_key, string_option("broker.ssl.key", "path of the certificate's private key"));
@@ -316,6 +329,12 @@ std::vector<option_info> make_options_table() {
   add(bo::store_master_probe_timeout,
       count_option("broker.store.master-probe-timeout", 300, 0, max_timeout_ms,
                    "milliseconds attach_master waits for an existing master to object"));
+  add(bo::log_file,
+      string_option("broker.log-file",
+                    "also log to this file; [PID] and [TIMESTAMP] are replaced; empty: no file"));
+  add(bo::log_file_level,
+      choice_option("broker.log-file-level", "info", log_levels(),
+                    "least severe level written to broker.log-file"));
   // Budgets of one connection: exceeding the first three ends the connection with an error
   // naming the option (counted as a limit disconnect); the last one is flow control.
   add(bo::peer_max_subscriptions,

@@ -53,6 +53,8 @@ enum class builtin_option : size_t {
   store_request_timeout,
   store_tick_interval,
   store_master_probe_timeout,
+  log_file,
+  log_file_level,
   // Budgets of one connection (doc/configuration.md, "Budgets").
   peer_max_subscriptions,
   web_socket_max_subscriptions,
