@@ -5,8 +5,8 @@
 //
 // Subscribers send the filter ["/fanout/"] and are ready at the ack; the publisher sends
 // [] and then one data-message frame per payload on /fanout/data. A received data-message
-// is not decoded as JSON: the server writes compact JSON with a fixed key order (spec
-// §5.1), so the payload is the string after "data":".
+// is not decoded as JSON: the server writes compact JSON with a fixed key order
+// (doc/protocol/websocket.md §5.1), so the payload is the string after "data":".
 
 #include "fanout_client.hh"
 

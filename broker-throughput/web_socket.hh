@@ -6,7 +6,7 @@
 // only) and sends each event as one data-message frame. The JSON text comes from the
 // message itself (data_message's cached JSON encoding, the library's one JSON encoder), so
 // the client pays exactly one encoding per event, as the server would for its clients.
-// The server applies TCP back-pressure to fast publishers (websocket-v1.md §7.7), which
+// The server applies TCP back-pressure to fast publishers (doc/protocol/websocket.md §7), which
 // paces the client.
 //
 // Server ("receive"): connects with the filter `["/benchmark/events"]` and counts the

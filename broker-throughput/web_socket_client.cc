@@ -17,7 +17,7 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-/// The one path of the API (websocket-v1.md §2).
+/// The one path of the API (doc/protocol/websocket.md §2).
 constexpr std::string_view api_path = "/v1/messages/json";
 
 /// Start of the ack frame (§4.2) and of error frames (§8); the server's output is compact

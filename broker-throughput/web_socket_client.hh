@@ -1,6 +1,6 @@
 #pragma once
 
-// A small blocking client of Broker's WebSocket JSON API v1 (spec/websocket-v1.md), built on
+// A small blocking client of Broker's WebSocket JSON API v1 (doc/protocol/websocket.md), built on
 // Boost.Beast. The Beast code lives in web_socket_client.cc alone (pimpl), because a Beast
 // translation unit is slow to compile and nothing else needs its headers.
 //

@@ -10,7 +10,7 @@ namespace {
 
 using internal::hex_value;
 
-// Layout of the 16 stored bytes (binary-data.md §4.5).
+// Layout of the 16 stored bytes (doc/protocol/binary.md §4.4).
 constexpr size_t num_bytes = 16;
 constexpr size_t num_groups = 8;       // 16-bit groups of the IPv6 text form
 constexpr size_t v4_offset = 12;       // where the IPv4 octets start when v4-mapped

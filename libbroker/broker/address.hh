@@ -11,7 +11,7 @@
 namespace broker {
 
 /// An IPv4 or IPv6 address, stored as 16 bytes in network order. IPv4 addresses are
-/// IPv4-mapped (`::ffff:a.b.c.d`); there is no separate family flag (binary-data.md §4.5).
+/// IPv4-mapped (`::ffff:a.b.c.d`); there is no separate family flag (doc/protocol/binary.md §4.4).
 class BROKER_API address {
 public:
   using bytes_type = std::array<uint8_t, 16>;
@@ -40,7 +40,7 @@ public:
     return x.bytes_ == y.bytes_;
   }
   friend bool operator!=(const address& x, const address& y) noexcept { return !(x == y); }
-  /// memcmp order of the 16 bytes (binary-data.md §7).
+  /// memcmp order of the 16 bytes (doc/protocol/binary.md §7).
   friend bool operator<(const address& x, const address& y) noexcept {
     return x.bytes_ < y.bytes_;
   }
@@ -49,7 +49,7 @@ private:
   bytes_type bytes_;
 };
 
-/// Dotted quad for v4-mapped addresses, RFC 5952 text otherwise (websocket-v1.md §6.4).
+/// Dotted quad for v4-mapped addresses, RFC 5952 text otherwise (doc/protocol/websocket.md §6.4).
 BROKER_API std::string to_string(const address& x);
 
 } // namespace broker

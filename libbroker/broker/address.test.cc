@@ -59,7 +59,7 @@ TEST_CASE("an address is IPv4 exactly when its first 12 bytes are the mapped mar
 }
 
 TEST_CASE("IPv6 output follows RFC 5952", "[address]") {
-  // websocket-v1.md §6.4 and the live observations of §12.6.
+  // doc/protocol/websocket.md §6.4 and §10.6; Broker prints the same texts.
   CHECK(reformat("2001:db8::") == "2001:db8::");
   CHECK(reformat("::1") == "::1");
   CHECK(reformat("fe80::1:0:0:1") == "fe80::1:0:0:1");

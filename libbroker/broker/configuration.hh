@@ -1,6 +1,7 @@
 #pragma once
 
-// The one options table (DESIGN §9) and the configuration value built on it.
+// The one options table (doc/architecture.md, "Configuration and metrics") and the configuration
+// value built on it.
 //
 // Every option is one row of a table (configuration::options()): key, type, default,
 // validation, help text, optional short flag and environment variable. The key is at the same

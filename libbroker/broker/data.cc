@@ -24,7 +24,7 @@ int compare_scalar(const T& x, const T& y) noexcept {
 }
 
 // Numeric order with -0.0 == +0.0; NaN sorts after +inf and all NaNs are equal, which keeps
-// the order strict-weak so that std::set and std::map stay well-formed (binary-data.md §7).
+// the order strict-weak so that std::set and std::map stay well-formed (doc/protocol/binary.md §7).
 int compare_real(real x, real y) noexcept {
   bool x_nan = std::isnan(x);
   bool y_nan = std::isnan(y);
@@ -131,7 +131,8 @@ void append_real(real x, std::string& out) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), x);
   std::string_view text{buf, static_cast<size_t>(end - buf)};
   out += text;
-  // Keep reals visibly distinct from integers, as the JSON output does (websocket §6.1).
+  // Keep reals visibly distinct from integers, as the JSON output does
+  // (doc/protocol/websocket.md §6.2).
   if (std::isfinite(x) && text.find_first_of(".eE") == std::string_view::npos)
     out += ".0";
 }

@@ -2,9 +2,9 @@
 
 // broker::data: the 15 Broker value types in one variant, with Broker's total order.
 //
-// The alternative index of the variant IS the binary type tag (binary-data.md §2), so
+// The alternative index of the variant IS the binary type tag (doc/protocol/binary.md §2), so
 // `data::type` values never change. Sets and tables are ordered containers under the total
-// order of binary-data.md §7 (implemented by operator<): a count never equals an integer,
+// order of doc/protocol/binary.md §7 (implemented by operator<): a count never equals an integer,
 // -0.0 equals +0.0, NaN sorts after +inf and all NaNs are equal.
 
 #include "broker/address.hh"
@@ -117,7 +117,7 @@ public:
   const variant_type& get_data() const noexcept { return v_; }
   variant_type& get_data() noexcept { return v_; }
 
-  /// Total order of binary-data.md §7.
+  /// Total order of doc/protocol/binary.md §7.
   friend BROKER_API bool operator<(const data& x, const data& y) noexcept;
   friend BROKER_API bool operator==(const data& x, const data& y) noexcept;
   friend bool operator!=(const data& x, const data& y) noexcept { return !(x == y); }
@@ -149,7 +149,8 @@ T& get(data& x) {
   return std::get<T>(x.get_data());
 }
 
-/// The JSON spelling of a type: "none", "boolean", ..., "enum-value", ... (websocket-v1.md §6).
+/// The JSON spelling of a type: "none", "boolean", ..., "enum-value", ...
+/// (doc/protocol/websocket.md §6).
 BROKER_API std::string_view to_string(data::type x) noexcept;
 
 /// Human-readable rendering in Broker's style: vectors as "(a, b)", sets as "{a, b}",

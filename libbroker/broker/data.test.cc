@@ -53,7 +53,7 @@ void check_ascending(const std::vector<data>& xs) {
 
 } // namespace
 
-// -- total order (binary-data.md §7, ordering vectors §9.5) -----------------------------------
+// -- total order (doc/protocol/binary.md §7 and its examples) -----------------------------------
 
 TEST_CASE("values of a smaller type tag sort first", "[data]") {
   check_ascending({data{}, data{false}, data{true}, data{count{0}},

@@ -1,6 +1,7 @@
 // End-to-end tests of the public API with the real core actor and real threads.
 
 #include "broker/endpoint.hh"
+#include "broker/endpoint.test.hh"
 
 #include "broker/internal/codec/bin.hh"
 
@@ -30,17 +31,7 @@ std::vector<int> range(int first, int last) {
   return result;
 }
 
-/// Waits (bounded) until `pred` holds; tests never assert on time, only on outcomes.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using broker::test::eventually; // Tests never assert on time, only on outcomes.
 
 } // namespace
 

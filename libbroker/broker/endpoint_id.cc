@@ -12,7 +12,7 @@ namespace {
 using internal::hex_digits;
 using internal::hex_value;
 
-// RFC 4122 layout details (peering-wire.md §9).
+// RFC 4122 layout details (doc/protocol/peering.md §8).
 constexpr size_t version_byte = 6;
 constexpr size_t variant_byte = 8;
 constexpr uint8_t version_4 = 0x40;

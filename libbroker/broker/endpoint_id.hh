@@ -10,7 +10,7 @@
 
 namespace broker {
 
-/// A 16-byte endpoint identifier (a UUID, RFC 4122 byte order; peering-wire.md §9).
+/// A 16-byte endpoint identifier (a UUID, RFC 4122 byte order; doc/protocol/peering.md §8).
 /// The all-zero id is nil: "no receiver" / "local".
 class BROKER_API endpoint_id {
 public:

@@ -10,7 +10,7 @@ using namespace std::literals;
 
 TEST_CASE("an endpoint id prints as lowercase 8-4-4-4-12 hex in wire byte order",
           "[endpoint_id]") {
-  // peering-wire.md §9.
+  // doc/protocol/peering.md §8.
   endpoint_id::bytes_type bytes{0x92, 0x5c, 0x91, 0x10, 0x5b, 0x87, 0x57, 0xd9,
                                 0x9d, 0x80, 0xb6, 0x55, 0x68, 0xe8, 0x7a, 0x44};
   endpoint_id id{bytes};

@@ -11,7 +11,8 @@ struct ec_name {
   std::string_view name;
 };
 
-// The spelling of Broker's codes is part of the wire and JSON contract (peering-wire.md §5.4).
+// The spelling of Broker's codes is part of the wire and JSON contract (doc/protocol/peering.md
+// §10).
 constexpr ec_name ec_names[] = {
   {ec::none, "none"},
   {ec::unspecified, "unspecified"},

@@ -2,7 +2,7 @@
 
 // Error codes and the error value that every fallible libbroker call returns.
 //
-// The numeric codes 0-41 are Broker's (spec/peering-wire.md §5.4): they travel on the wire
+// The numeric codes 0-41 are Broker's (doc/protocol/peering.md §10): they travel on the wire
 // in drop_conn messages and must never be renumbered. Codes from 100 on are local
 // extensions that never go on the wire.
 

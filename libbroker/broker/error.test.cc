@@ -23,7 +23,7 @@ TEST_CASE("every error code name parses back to its code", "[error]") {
 }
 
 TEST_CASE("error code names use Broker's snake_case spelling", "[error]") {
-  // peering-wire.md §5.4 plus the local extensions of error.hh.
+  // doc/protocol/peering.md §10 plus the local extensions of error.hh.
   CHECK(to_string(ec::none) == "none");
   CHECK(to_string(ec::peer_disconnect_during_handshake) == "peer_disconnect_during_handshake");
   CHECK(to_string(ec::repeated_peering_handshake_request)

@@ -64,11 +64,11 @@ public:
   /// Network origin of a message received from a peer (default for local ones).
   const route_info& route() const noexcept { return route_; }
 
-  /// The value's binary encoding (binary-data.md), computed on first use. Empty if the
+  /// The value's binary encoding (doc/protocol/binary.md), computed on first use. Empty if the
   /// value cannot be encoded (see bin::encode).
   const std::string& binary() const;
 
-  /// The JSON data message (websocket-v1.md §5.1), computed on first use.
+  /// The JSON data message (doc/protocol/websocket.md §5.1), computed on first use.
   std::string_view json() const;
 
   /// The same JSON as a complete WebSocket text frame (an unmasked server frame: header

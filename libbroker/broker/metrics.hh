@@ -1,8 +1,8 @@
 #pragma once
 
-// Counters the endpoint keeps about its handlers: how many exist, how many messages they
-// hold, and every message dropped or handler disconnected by an overflow policy. Nothing
-// is dropped without being counted here (DESIGN §4, "no silent loss").
+// Counters the endpoint keeps about its handlers: how many exist, how many messages they hold, and
+// every message dropped or handler disconnected by an overflow policy. Nothing is dropped without
+// being counted here (doc/architecture.md, "Core, handlers and overflow policies": no silent loss).
 
 #include "broker/export.hh"
 #include "broker/overflow_policy.hh"

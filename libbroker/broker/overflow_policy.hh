@@ -7,7 +7,8 @@
 
 namespace broker {
 
-/// What a handler does with a message that finds its bounded queue full (DESIGN §4).
+/// What a handler does with a message that finds its bounded queue full
+/// (doc/architecture.md, "Core, handlers and overflow policies").
 enum class overflow_policy : unsigned char {
   /// Lossless: the source of the message is parked until the queue has room. Only for local
   /// sinks (subscribers, hubs, stores).

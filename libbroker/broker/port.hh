@@ -9,7 +9,7 @@
 
 namespace broker {
 
-/// A transport-layer port: number plus protocol (binary-data.md §4.7).
+/// A transport-layer port: number plus protocol (doc/protocol/binary.md §4.6).
 class BROKER_API port {
 public:
   /// Wire codes of the protocols; any other code is invalid.

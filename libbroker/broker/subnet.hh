@@ -6,7 +6,7 @@
 namespace broker {
 
 /// A network: an address with its host bits masked, plus a prefix length. The length is
-/// stored raw as on the wire: IPv4 subnets store `prefix + 96` (binary-data.md §4.6).
+/// stored raw as on the wire: IPv4 subnets store `prefix + 96` (doc/protocol/binary.md §4.5).
 class BROKER_API subnet {
 public:
   subnet() noexcept = default;
@@ -35,7 +35,7 @@ public:
     return x.raw_len_ == y.raw_len_ && x.network_ == y.network_;
   }
   friend bool operator!=(const subnet& x, const subnet& y) noexcept { return !(x == y); }
-  /// Network bytes first, then raw length (binary-data.md §7).
+  /// Network bytes first, then raw length (doc/protocol/binary.md §7).
   friend bool operator<(const subnet& x, const subnet& y) noexcept {
     if (x.network_ != y.network_)
       return x.network_ < y.network_;

@@ -16,7 +16,7 @@ timestamp at_ns(int64_t ns) {
 } // namespace
 
 TEST_CASE("a timespan prints in the largest unit up to seconds that divides it", "[time]") {
-  // websocket-v1.md §6.8 and §12.5/12.6.
+  // doc/protocol/websocket.md §6.8 and §10.1, §10.6.
   CHECK(to_string(timespan{0}) == "0s");
   CHECK(to_string(timespan{1500}) == "1500ns");
   CHECK(to_string(timespan{2000}) == "2us");
@@ -63,7 +63,7 @@ TEST_CASE("a pre-epoch timestamp floors its milliseconds", "[time]") {
 }
 
 TEST_CASE("timestamps at the int64 limits print the documented range ends", "[time]") {
-  // binary-data.md §4.3.
+  // doc/protocol/binary.md §4.2: the years 1677 to 2262.
   CHECK(to_string(at_ns(std::numeric_limits<int64_t>::min())) == "1677-09-21T00:12:43.145");
   CHECK(to_string(at_ns(std::numeric_limits<int64_t>::max())) == "2262-04-11T23:47:16.854");
 }

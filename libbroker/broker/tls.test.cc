@@ -1,5 +1,6 @@
 // TLS peering with certificates the test generates itself (a CA and leaf certificates).
 
+#include "broker/endpoint.test.hh"
 #include "broker/endpoint.hh"
 
 #include "broker/internal/pki.test.hh"
@@ -15,16 +16,7 @@ using broker::test::pki;
 
 namespace {
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 15s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
+using broker::test::eventually;
 
 } // namespace
 

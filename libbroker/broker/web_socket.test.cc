@@ -1,4 +1,4 @@
-// The WebSocket JSON API (spec/websocket-v1.md) seen by a Boost.Beast client: an endpoint in
+// The WebSocket JSON API (doc/protocol/websocket.md) seen by a Boost.Beast client: an endpoint in
 // this process serves ws://127.0.0.1:<ephemeral>/v1/messages/json and the tests talk to it
 // over real loopback TCP. Beast is slow to compile, so it stays in this one file.
 

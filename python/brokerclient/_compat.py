@@ -41,7 +41,8 @@ async def open_connection(url, *, ssl=None, headers=None, open_timeout, close_ti
                           ping_interval, ping_timeout, max_size):
     """An open WebSocket connection to `url`; raises ConnectError naming the reason.
 
-    Compression is not offered: Broker's server never negotiates it (spec §2)."""
+    Compression is not offered: Broker's server never negotiates it (§2 of
+    doc/protocol/websocket.md in the broker repository)."""
     kwargs = dict(open_timeout=open_timeout, close_timeout=close_timeout,
                   ping_interval=ping_interval, ping_timeout=ping_timeout,
                   max_size=max_size, compression=None)

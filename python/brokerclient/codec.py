@@ -19,8 +19,9 @@ sets come back as frozenset and tables as Table there. A set or table whose elem
 Python would merge (`Count(1)` and `1`) comes back as Set / Table, so nothing is lost.
 
 The encoder writes what the node writes: compact JSON, key order `@data-type`, `data`, sets
-and tables sorted by Broker's total order (spec binary-data.md §7), timestamps in UTC with
-3 (or, for sub-millisecond values, 6) fraction digits, timespans in the largest exact unit.
+and tables sorted by Broker's total order (doc/protocol/binary.md §7 in the broker
+repository), timestamps in UTC with 3 (or, for sub-millisecond values, 6) fraction digits,
+timespans in the largest exact unit.
 """
 
 import collections.abc
@@ -35,7 +36,7 @@ from .times import (datetime_ns, format_timespan, format_timestamp, parse_timesp
 from .types import (COUNT_MAX, INTEGER_MAX, INTEGER_MIN, PORT_PROTOCOLS, Count, Enum, Port,
                     Set, Table, Vector, timedelta_ns)
 
-# Broker's type tags (binary-data.md), which also order values of different types.
+# Broker's type tags (doc/protocol/binary.md §2), which also order values of different types.
 NONE, BOOLEAN, COUNT, INTEGER, REAL, STRING, ADDRESS, SUBNET, PORT, TIMESTAMP, TIMESPAN, \
     ENUM, SET, TABLE, VECTOR = range(15)
 
@@ -296,8 +297,8 @@ def _check_unique(keyed, what):
 
 
 def sort_key(x):
-    """A key that orders values as Broker does (type tag first, then value; binary-data.md
-    §7) and is equal exactly for values Broker considers equal."""
+    """A key that orders values as Broker does (type tag first, then value;
+    doc/protocol/binary.md §7) and is equal exactly for values Broker considers equal."""
     hook = getattr(type(x), "__broker_value__", None)
     if hook is not None:
         return sort_key(hook(x))

@@ -1,5 +1,5 @@
-"""Broker's text forms of timestamps and timespans (spec websocket-v1.md §6.7, §6.8), as
-integers of nanoseconds since the epoch (timestamps) or plain nanoseconds (timespans)."""
+"""Broker's text forms of timestamps and timespans (doc/protocol/websocket.md §6.7, §6.8),
+as integers of nanoseconds since the epoch (timestamps) or plain nanoseconds (timespans)."""
 
 import datetime
 import re

@@ -4,7 +4,7 @@ Zeek sends an event as a vector `[count 1 (format), count 1 (type: event), [name
 metadata?]]` where `name` is a string, `args` a vector, and the optional `metadata` a vector
 of `[count key, value]` pairs (key 1: the network timestamp; keys from 200 on are free for
 applications). This is what Zeek's own WebSocket clients exchange and what
-`broker-throughput -t 1` sends (spec websocket-v1.md §11).
+`broker-throughput -t 1` sends (doc/protocol/websocket.md §10.7).
 
     ev = Event("ping", [Count(1), "hello"], metadata={NETWORK_TIMESTAMP: datetime.now(utc)})
     client.publish("/zeek/ping", ev)

@@ -1,5 +1,6 @@
-"""Unit tests of the JSON v1 codec: the spec's vectors, lossless round trips, and errors
-that name what is wrong. No node needed: `python3 -m unittest discover -s python/tests`."""
+"""Unit tests of the JSON v1 codec: the vectors of doc/protocol/websocket.md §10, lossless
+round trips, and errors that name what is wrong. No node needed:
+`python3 -m unittest discover -s python/tests`."""
 
 import datetime
 import ipaddress
@@ -76,7 +77,7 @@ class SameHelper(unittest.TestCase):
 
 
 class SpecVectors(unittest.TestCase):
-    """The exact frames of spec/websocket-v1.md, copied into spec_vectors.json."""
+    """The exact frames of doc/protocol/websocket.md §10, copied into spec_vectors.json."""
 
     def test_all_types_message_decodes_to_the_natural_values(self):
         for key in ("12.1 all types, client input", "12.1 all types, node output",

@@ -1,4 +1,4 @@
-"""Unit tests of Zeek's event layout (spec websocket-v1.md §11)."""
+"""Unit tests of Zeek's event layout (doc/protocol/websocket.md §10.7)."""
 
 import datetime
 import json

@@ -4,7 +4,7 @@
 A raw peer (tests/lib/brokertest/peer.py) plays Broker's broker-node: as the pinger it
 publishes ("ping", id, payload) on its topic and waits for ("pong", id) on the same topic;
 as the ponger it answers each ping on the ping's topic. The values are compared byte by
-byte with vectors written from binary-data.md (vector 0x0e, string 0x05, count 0x02), so
+byte with vectors written from doc/protocol/binary.md (vector 0x0e, string 0x05, count 0x02), so
 our node must produce exactly what Broker's program sends and accepts.
 
 Usage: broker_pingpong.py <path to broker-node>
@@ -60,7 +60,7 @@ def check_frame(msg, node_id, value, what):
 
 
 def test_vectors():
-    """the hand-written vectors are the helper's encodings (and so binary-data.md's)"""
+    """the hand-written vectors are the helper's encodings (and so doc/protocol/binary.md's)"""
     check(PING_0 == bp.encode_vector([bp.encode_string("ping"), bp.encode_count(0),
                                       bp.encode_string("")]), "PING_0")
     check(PONG_0 == bp.encode_vector([bp.encode_string("pong"), bp.encode_count(0)]), "PONG_0")

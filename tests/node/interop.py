@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""System test: the handshake transcripts of spec/peering-wire.md §11 against a live node.
+"""System test: the handshake transcripts of doc/protocol/peering.md §12 against a live node.
 
 The node's id is random, so frames that carry it are compared with the id substituted once
 it is known (from the first frame that carries it); every other byte is compared exactly.
@@ -46,7 +46,7 @@ def check_bytes(got, want, what):
 
 
 def check_node_id(raw_id):
-    """Our nodes use random version-4 UUIDs with the RFC 4122 variant (spec §9)."""
+    """Our nodes use random version-4 UUIDs with the RFC 4122 variant (peering.md §8)."""
     u = uuid.UUID(bytes=raw_id)
     check(u.version == UUID_VERSION and (raw_id[8] >> 6) == RFC4122_VARIANT,
           "node id %s is not a random v4 UUID" % u)
@@ -74,7 +74,7 @@ def expect_ext_probe(conn, own, node_id):
 
 
 def ping_pong(conn, own, node_id, ttl_in=1):
-    """Spec T1/T2 tail: a ping with ttl 1 gets a pong with ttl 16 and the same payload."""
+    """T1/T2 tail: a ping with ttl 1 gets a pong with ttl 16 and the same payload."""
     expect_ext_probe(conn, own, node_id)
     ping = bp.node_message(own, node_id, bp.PING, bp.CONTROL_TOPIC, FOO, ttl=ttl_in)
     check_bytes(ping[:4], H("0000002b"), "ping length")
@@ -102,7 +102,7 @@ def recv_node_frame(conn):
 
 
 def send_hello(conn, own, spec_frame):
-    """Sends the spec's hello(own, 1, 99) (checking our encoding against it); returns the
+    """Sends the btests' hello(own, 1, 99) (checking our encoding against it); returns the
     node's answer and its id."""
     check_bytes(bp.hello(own, 1, 99), spec_frame, "our hello(%s, 1, 99) encoding"
                 % bp.id_text(own))
@@ -167,7 +167,8 @@ def test_t3(binary):
         conn = connect(cleanup, node)
         conn.send(HELLO_PF_200_201)
         expect_drop_then_close(conn, bp.EC_PEER_INCOMPATIBLE, "unsupported versions offered")
-        # The §11.1 variants: bad magic, and a phase-3 tag during the handshake.
+        # The other refusals of T3 (peering.md §12): bad magic, and a phase-3 tag during the
+        # handshake.
         conn = connect(cleanup, node)
         conn.send(bp.hello(bp.PF, magic=0x11223344))
         expect_drop_then_close(conn, bp.EC_WRONG_MAGIC_NUMBER, "wrong magic number")
@@ -263,11 +264,11 @@ def test_t6(binary):
             payload = b"after-bad-frame-%d" % i
             pong = bp.decode_node_message(peer.ping(payload)[4:])
             check(pong["payload"] == payload, "pong after bad frame %d" % i)
-        # The node answers a BYE-style ping like any other (spec T6 note).
+        # The node answers a BYE-style ping like any other (peering.md §5.5).
         bye = H("425945 0700000000000000".replace(" ", ""))
         check(bp.decode_node_message(peer.ping(bye)[4:])["payload"] == bye, "BYE pong")
         check(not node.matching(is_status("peer_lost")), "the peering stayed up")
-        # Data from another peer reaches P0 rewritten as sent by the node (spec §6.1).
+        # Data from another peer reaches P0 rewritten as sent by the node (peering.md §5.1).
         other = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), []))
         node.wait_for(is_status("peer_added", bp.id_text(other.own_id)), what="peer_added")
         other.publish("/test/x", bp.encode_count(1))
@@ -275,8 +276,8 @@ def test_t6(binary):
             msg = peer.next_message()
             if msg["type"] == bp.DATA:
                 break
-        # The node forwards with the hop count spent (DESIGN §6: one less than it received);
-        # Broker ignores the field (spec §6.1), so either value interoperates.
+        # The node forwards with the hop count spent (one less than it received, peering.md
+        # §6); Broker ignores the field (§5.1), so either value interoperates.
         check(msg["ttl"] in (bp.DEFAULT_TTL - 1, bp.DEFAULT_TTL), "ttl of a relayed frame: %d"
               % msg["ttl"])
         want = (H("00000035") + node_id + bp.NIL_ID + bytes([bp.DATA])

@@ -60,9 +60,9 @@ def test_default_node_dials_a_broker_listener(binary):
         result = {}
 
         def accept():
-            # The acceptor's side of spec §3.4 with the largest id, so the node originates:
-            # probe and hello; version_select and originator_syn; responder_syn_ack;
-            # originator_ack. Then the node's origin-v1 probe ping, echoed as Broker does.
+            # The acceptor's side of doc/protocol/peering.md §3.3 with the largest id, so the
+            # node originates: probe and hello; version_select and originator_syn;
+            # responder_syn_ack; originator_ack. Then the node's origin-v1 probe ping, echoed as Broker does.
             try:
                 sock, _ = listener.accept()
                 sock = bp.anonymous_tls(server=True).wrap_socket(sock, server_side=True)

@@ -1,4 +1,4 @@
-"""py.events: Zeek events (spec websocket-v1.md §11) with typed arguments and metadata
+"""py.events: Zeek events (doc/protocol/websocket.md §10.7) with typed arguments and metadata
 cross a node between brokerclient clients, Zeek-shaped frames from other clients decode
 to Events, and ours are byte for byte what Zeek sends.
 
@@ -69,7 +69,8 @@ async def test_events(node_bin, tp_bin):
                   "decode_events=False gives the plain vector: %r" % (value,))
             await recv_data(raw, what="the typed event at the raw client")
 
-            # The spec's event: ours is byte for byte Zeek's frame, and Zeek's decodes.
+            # The example event of doc/protocol/websocket.md §10.7: ours is byte for byte Zeek's
+            # frame, and Zeek's decodes.
             ping = Event("event_1", [42, "test"])
             await raw.send(SPEC_EVENT.replace('"topic":"/foo/bar"', '"topic":"/zeek/ping"'))
             check_event(await in_thread(sub.get, TIMEOUT), "/zeek/ping", ping,

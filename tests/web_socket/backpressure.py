@@ -1,4 +1,5 @@
-"""ws.backpressure: a client that stops reading, under each overflow policy (spec §7.6).
+"""ws.backpressure: a client that stops reading, under each overflow policy
+(doc/protocol/websocket.md §7).
 
 Three clients on one node with broker.web-socket-buffer-size=64:
 - slow: a raw-socket client with a 4 KiB receive buffer that reads its ack and then does not

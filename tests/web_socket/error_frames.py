@@ -1,12 +1,13 @@
 """ws.error_frames: bad input gets an exact error frame and the connection stays open.
 
-- spec websocket-v1.md §12.6 "Error frames", rows 1-17 in one session, frame by frame; rows 8
-  (real 5), 10 (timespan 1d) and 13 (CRLF between tokens) are accepted by our server (§10
-  fixes 2, 6, 13) and reach a subscriber instead;
-- the §12.2 example (btest error.py) yields its exact frame;
-- the §10 fixes that turn Broker's silent misbehaviour into error frames: an invalid
-  address (fix 9), out-of-range or junk subnet lengths and ports (fix 10), publishing on a
-  reserved <$> topic (fix 12);
+- doc/protocol/websocket.md §10.3, rows 1-17 in one session, frame by frame; rows 8
+  (real 5), 10 (timespan 1d) and 13 (CRLF between tokens) are accepted by our server
+  (doc/web-socket.md "Differences from Broker", items 2, 6, 13) and reach a subscriber
+  instead;
+- the btest error.py example of §10.3 yields its exact frame;
+- the differences that turn Broker's silent misbehaviour into error frames: an invalid
+  address (item 9), out-of-range or junk subnet lengths and ports (item 10), publishing on
+  a reserved <$> topic (item 12);
 - after all that, a valid message on the same connection is still delivered.
 """
 
@@ -69,7 +70,7 @@ ROWS = [
     (VALID + " x",
      error_frame("input #17 contained malformed JSON -> caf::pec::trailing_character(1, 68)"),
      None),
-    # Beyond §12.6: the §10 fixes that produce error frames.
+    # Beyond §10.3: the differences from Broker that produce error frames.
     (msg("address", '"10.0.0.256"'), invalid(18), None),
     (msg("address", '"not an address"'), invalid(19), None),
     (msg("subnet", '"10.0.0.0/40"'), invalid(20), None),
@@ -102,7 +103,7 @@ async def main(binary):
         await expect_silence(sender, 0.3, "the sender after its error frames")
         await expect_silence(receiver, 0.3, "the subscriber after the accepted rows")
 
-        # §12.2 (btest error.py): the first message after the subscriptions is input #1.
+        # §10.3 (btest error.py): the first message after the subscriptions is input #1.
         client, _ = await subscribe(port, ["/test"])
         await client.send('{"topic": "/test", "@data-type": "phone", "data": "555-0123"}')
         check_eq(await recv(client, what="the §12.2 error frame"),

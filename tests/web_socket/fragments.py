@@ -1,9 +1,10 @@
-"""ws.fragments: fragmented and large messages (spec websocket-v1.md §3, §12.4).
+"""ws.fragments: fragmented and large messages (doc/protocol/websocket.md §3, §10.5).
 
 - a 1 MiB message sent in 4 KiB fragments arrives intact, as one frame;
-- the §12.4 message (200 counts, json.dumps indent=2, sent in 4096-character fragments)
-  arrives as the spec's compact frame;
-- a ping between two fragments is answered and the message still arrives (§3 fix);
+- the §10.5 message (200 counts, json.dumps indent=2, sent in 4096-character fragments)
+  arrives as its compact frame;
+- a ping between two fragments is answered and the message still arrives (§3; Broker
+  dropped the connection);
 - a UTF-8 character split across two fragments is reassembled;
 - a 16 MiB message is accepted; one byte more closes the connection with 1009.
 """
@@ -24,7 +25,7 @@ from brokertest.wsclient import data_message, expect_close, recv, subscribe  # n
 
 KiB = 1024
 MiB = 1024 * KiB
-MAX_MESSAGE = 16 * MiB  # the spec's minimum; the server's default limit
+MAX_MESSAGE = 16 * MiB  # the server's default limit (§9)
 
 
 async def fragments(text, size):
@@ -43,7 +44,7 @@ def string_message(topic, total_size):
 
 
 def gh357_message():
-    """The §12.4 message: a vector of the counts 0..199, indented."""
+    """The §10.5 message: a vector of the counts 0..199, indented."""
     msg = {"type": "data-message", "topic": "/test", "@data-type": "vector",
            "data": [{"@data-type": "count", "data": i} for i in range(200)]}
     return json.dumps(msg, indent=2)

@@ -1,4 +1,4 @@
-"""ws.handshake: the HTTP upgrade and the ack (spec websocket-v1.md §2, §4.1, §4.2).
+"""ws.handshake: the HTTP upgrade and the ack (doc/protocol/websocket.md §2, §4.1, §4.2).
 
 - the upgrade answers 101 with the right Sec-WebSocket-Accept and negotiates no extension
   or subprotocol, also when the client offers them; a query string and an 8 KiB header
@@ -99,7 +99,7 @@ async def main(binary):
         await expect_silence(dup, 0.3, "the /a,/b client after its three messages")
         await expect_silence(pub, 0.3, "the [] client")
 
-        # The subscription is active before the ack (spec §4.2 fix): a message published the
+        # The subscription is active before the ack (§4.2; Broker raced): a message published the
         # moment a new client has its ack must reach it. Repeat to give a race a chance.
         for i in range(20):
             late, _ = await subscribe(port, ["/late"])

@@ -2,13 +2,14 @@
 
 - a first message that is not an array of strings (an object, [1], ["/a", 2], null, invalid
   JSON, empty text) gets the error frame "first message must contain a filter", then close
-  1008 (spec websocket-v1.md §4.1 fix);
-- a binary frame, first or later, closes with 1003 (§3 fix);
+  1008 (doc/protocol/websocket.md §4.1; Broker left the session hanging);
+- a binary frame, first or later, closes with 1003 (§3; Broker dropped TCP);
 - a wrong path gets HTTP 400, text/plain, a body containing "invalid path; try
   /v1/messages/json" and a Content-Length that matches the body exactly (§2);
 - a request that is not an upgrade, or lacks Sec-WebSocket-Key, gets 400; a 64 KiB header
   block gets 431 instead of a hang;
-- a ping gets a pong with the same payload; a client's close frame is echoed (§3 fix).
+- a ping gets a pong with the same payload; a client's close frame is echoed (§3; Broker
+  did not echo it).
 """
 
 import os

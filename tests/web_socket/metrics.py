@@ -1,4 +1,5 @@
-"""ws.metrics: the Prometheus endpoint counts WebSocket clients and traffic (DESIGN §9).
+"""ws.metrics: the Prometheus endpoint counts WebSocket clients and traffic
+(doc/metrics.md).
 
 With BROKER_METRICS_PORT set, GET /metrics answers in Prometheus text format:
 - broker_connections{type="web-socket"} equals the number of connected clients, and drops

@@ -1,4 +1,4 @@
-"""ws.no_echo: delivery rules a client observes (spec websocket-v1.md §7.1, §7.3, §7.5).
+"""ws.no_echo: delivery rules a client observes (doc/protocol/websocket.md §7).
 
 - a client never receives its own messages, even on a topic it subscribes to;
 - a prefix matches raw strings: /test matches /test, /test/x and /testing/x,

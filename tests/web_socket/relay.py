@@ -1,12 +1,13 @@
-"""ws.relay: WebSocket clients on two peered nodes reach each other (spec §7.2, §7.3).
+"""ws.relay: WebSocket clients on two peered nodes reach each other
+(doc/protocol/websocket.md §7).
 
 Node B dials node A (`--peers tcp://127.0.0.1:<A's peering port>`). Neither node subscribes
 to anything itself, so a message can only cross the peering because the nodes announce
-their WebSocket clients' prefixes to each other (our §7.3 improvement).
+their WebSocket clients' prefixes to each other (ours do, Broker's do not).
 
 - a client on A subscribed to /x receives what a client on B publishes on /x/1, and the
   other way round for /y;
-- the §12.1 all-types message crosses the binary peering and arrives as the exact frame;
+- the §10.2 all-types message crosses the binary peering and arrives as the exact frame;
 - a client's message that reaches the other node is not sent back to it;
 - messages from one client arrive in order across the hop;
 - when the last client subscribed to a prefix leaves, the node withdraws the prefix and

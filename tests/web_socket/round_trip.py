@@ -1,11 +1,12 @@
 """ws.round_trip: every data type crosses the node between two clients byte-exactly.
 
-- the all-types message of spec websocket-v1.md §12.1, sent with Python's json.dumps spacing,
-  arrives as the exact compact frame of §12.1, and the node's local subscriber gets it too;
-- the ten counts of §12.3 arrive as the exact frames of the baseline, in order;
-- the §11 Zeek event round-trips unchanged;
-- single values of each type come out as §6 specifies for our server (the [fix] columns of
-  the §12.6 round-trip table): shortest reals, UTC timestamps with 3 digits, timespan units,
+- the all-types message of doc/protocol/websocket.md §10.2, sent with Python's json.dumps
+  spacing, arrives as the exact compact frame of §10.2, and the node's local subscriber gets
+  it too;
+- the ten counts of §10.4 arrive as the exact frames of the baseline, in order;
+- the §10.7 Zeek event round-trips unchanged;
+- single values of each type come out as §6 specifies for our server (where it differs from
+  Broker: §10.6): shortest reals, UTC timestamps with 3 digits, timespan units,
   masked subnets, IPv4-mapped addresses, JSON escapes, sorted sets and tables;
 - a missing or non-string topic publishes on "", and the type field is not checked.
 """
@@ -27,7 +28,7 @@ def v(data_type, data):
     return '{"@data-type":"%s","data":%s}' % (data_type, data)
 
 
-# (@data-type, data as sent, data as our server must write it). Spec §6 and §12.5/§12.6.
+# (@data-type, data as sent, data as our server must write it). §6, §10.1 and §10.6.
 VALUES = [
     ("none", "{}", "{}"),
     ("none", "5", "{}"),
@@ -133,7 +134,7 @@ async def main(binary):
         node.wait_for(lambda l: l.startswith("received /test (-9223372036854775808, "),
                       what="the node's local subscriber printing the §12.1 message")
 
-        # §12.3: ten counts sent with json.dumps spacing arrive as the baseline's raw frames.
+        # §10.4: ten counts sent with json.dumps spacing arrive as the baseline's raw frames.
         for n in range(1, 11):
             await sender.send(json.dumps({"type": "data-message", "topic": "/test",
                                           "@data-type": "count", "data": n}))
@@ -141,7 +142,7 @@ async def main(binary):
         check_eq(got, [data_message("/test", "count", n) for n in range(1, 11)],
                  "the §12.3 frames")
 
-        # §11: a Zeek event.
+        # §10.7: a Zeek event.
         zeek, _ = await subscribe(port, ["/foo"])
         await sender.send(ZEEK_EVENT)
         check_eq(await recv(zeek, what="the Zeek event"), ZEEK_EVENT, "the §11 Zeek event")
@@ -164,7 +165,7 @@ async def main(binary):
                                        % (len(got) + 1)))
         check_eq(got[2:], [data_message("", "count", 3), data_message("", "count", 4)],
                  "messages without a string topic, at a client subscribed to \"\"")
-        # Topics are escaped like strings (§6.2).
+        # Topics are escaped like strings (§6.3).
         await sender.send(r'{"topic":"/rt/\"q\"\u0001","@data-type":"count","data":5}')
         check_eq(await recv(rt), r'{"type":"data-message","topic":"/rt/\"q\"\u0001",'
                  r'"@data-type":"count","data":5}', "a topic with a quote and a control character")

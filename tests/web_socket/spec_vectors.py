@@ -1,6 +1,6 @@
-"""Test vectors copied byte for byte from spec/websocket-v1.md."""
+"""Test vectors of doc/protocol/websocket.md §10, byte for byte."""
 
-# Spec §12.1, copied byte for byte (the string holds literal backslashes).
+# §10.2, the client's input in Python's spacing (the string holds literal backslashes).
 ALL_TYPES_INPUT = (
     '{"type": "data-message", "topic": "/test", "@data-type": "vector", "data": [{"@data-type": "integer", "data": -9223372036854775808}, '
     '{"@data-type": "integer", "data": 9223372036854775807}, '
@@ -37,7 +37,7 @@ ALL_TYPES_FRAME = (
     '{"key":{"@data-type":"string","data":"last-name"},'
     '"value":{"@data-type":"string","data":"Doe"}}]}]}')
 
-# Spec §11: event_1(42, "test") on /foo/bar.
+# §10.7: event_1(42, "test") on /foo/bar.
 ZEEK_EVENT = (
     '{"type":"data-message","topic":"/foo/bar","@data-type":"vector","data":['
     '{"@data-type":"count","data":1},{"@data-type":"count","data":1},'

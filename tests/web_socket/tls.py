@@ -1,10 +1,10 @@
-"""ws.tls: wss:// with mutual TLS, configured exactly like TLS peering (spec websocket-v1.md
-§1 and §12.3, Broker's btest web-socket/encrypted.py).
+"""ws.tls: wss:// with mutual TLS, configured exactly like TLS peering (doc/protocol/websocket.md
+§1 and §10.4, Broker's btest web-socket/encrypted.py).
 
 The node gets a certificate, a key encrypted with a passphrase and the CA
 (tests/web_socket/certs, made by make-certs.sh). Then:
 - a Python `websockets` client with a certificate from that CA sends ten counts, and a
-  second one receives the spec's ten frames byte for byte;
+  second one receives the ten frames of §10.4 byte for byte;
 - a client without a certificate, one whose certificate another CA signed, and a plain
   ws:// client are all refused (and the node logs why);
 - on SIGTERM the connected client gets close 1000 over TLS.

@@ -1,5 +1,5 @@
-"""ws.unmasked: unmasked client frames are accepted, as Broker accepts them (spec
-websocket-v1.md §3 and §12.6: "unmasked client frame | accepted").
+"""ws.unmasked: unmasked client frames are accepted, as Broker accepts them
+(doc/protocol/websocket.md §3).
 
 A raw client that never masks:
 - sends its subscriptions and gets the ack;

@@ -63,7 +63,8 @@ public:
     return std::move(rt_);
   }
 
-  /// The I/O runtime that peerings and servers share (DESIGN §5), or nullptr after shutdown.
+  /// The I/O runtime that peerings and servers share (doc/architecture.md, "Threads"), or
+  /// nullptr after shutdown.
   std::shared_ptr<io_runtime> io() const {
     std::lock_guard<std::mutex> guard{mtx_};
     return io_;

@@ -7,7 +7,7 @@ nodes     Node (broker-node; restart()), is_status, is_received, peer_uri; the t
           NODE_TLS, cert()
 store     Tool (a broker-store session), run_tool(), STORE_FLAGS, typed()
 net       free_port(), addr(), Prometheus metrics: scrape_metrics(), wait_metric()
-peer      RawPeer: a native peering written from spec/peering-wire.md, value encoding
+peer      RawPeer: a native peering written from doc/protocol/peering.md, value encoding
 rawws     RawClient: a WebSocket client written from RFC 6455, frame by frame
 wsclient  the websockets library's client with bounded waits, in_thread() (the ws.* and
           py.* tests only)

@@ -1,8 +1,9 @@
-"""A raw peer that speaks Broker's native peering protocol (spec/peering-wire.md).
+"""A raw peer that speaks Broker's native peering protocol (doc/protocol/peering.md; the
+section numbers here are that page's).
 
 Small on purpose: framing (§1), the phase-1/2 handshake messages (§3, §4), phase-3 node
-messages (§6) and the binary encoding of a few value types (binary-data.md: none, boolean,
-count, integer, string, vector). Standard library only. Every blocking call has a timeout.
+messages (§5) and the binary encoding of a few value types (doc/protocol/binary.md: none,
+boolean, count, integer, string, vector). Standard library only. Every blocking call has a timeout.
 
     peer = RawPeer.dial("127.0.0.1", port, P0, ["/t"])   # handshake in either role
     peer.publish("/t", encode_count(1))
@@ -14,7 +15,7 @@ import struct
 import time
 import uuid
 
-# -- constants (spec §2, §3.1, §6.1) ------------------------------------------------------
+# -- constants (§2, §3.1, §5.1) -----------------------------------------------------------
 
 MAGIC = 0x5A45454B
 PROTOCOL_VERSION = 1
@@ -41,13 +42,13 @@ TYPE_NAMES = {
     DATA_EXT: "data_ext",
 }
 
-# Error codes used on the wire (spec §5.4).
+# Error codes used on the wire (§10).
 EC_PEER_INCOMPATIBLE = 2
 EC_INVALID_MESSAGE = 20
 EC_WRONG_MAGIC_NUMBER = 38
 EC_REDUNDANT_CONNECTION = 39
 
-# The btest ids (spec §11).
+# The btest ids (§12).
 P0 = uuid.UUID("00000000-0000-4000-8000-000000000000").bytes
 PF = uuid.UUID("ffffffff-ffff-4fff-bfff-ffffffffffff").bytes
 
@@ -63,7 +64,7 @@ class ConnectionClosed(Exception):
 
 
 def id_text(raw):
-    """The 8-4-4-4-12 text form of a 16-byte id (spec §9)."""
+    """The 8-4-4-4-12 text form of a 16-byte id (§8)."""
     return str(uuid.UUID(bytes=raw))
 
 
@@ -72,7 +73,7 @@ def random_id():
     return uuid.uuid4().bytes
 
 
-# -- varbyte and values (binary-data.md §3, §2) ------------------------------------------
+# -- varbyte and values (doc/protocol/binary.md §3, §2) ----------------------------------
 
 def encode_varbyte(n):
     if n < 0 or n >= 1 << 32:
@@ -175,7 +176,7 @@ def decode_whole_value(buf):
     return value
 
 
-# -- framing and handshake messages (spec §1, §3, §4) -------------------------------------
+# -- framing and handshake messages (§1, §3, §4) ------------------------------------------
 
 def frame(payload):
     return struct.pack(">I", len(payload)) + payload
@@ -268,7 +269,7 @@ def decode_handshake(payload):
     return msg
 
 
-# -- phase 3 (spec §6) --------------------------------------------------------------------
+# -- phase 3 (§5) ------------------------------------------------------------------------
 
 def node_message(sender, receiver, msg_type, topic, payload, ttl=DEFAULT_TTL):
     raw_topic = topic.encode() if isinstance(topic, str) else bytes(topic)
@@ -410,7 +411,7 @@ class RawPeer:
     @classmethod
     def handshake(cls, conn, own_id, topics, max_version=PROTOCOL_VERSION,
                   timeout=DEFAULT_TIMEOUT):
-        """Runs the dialer's side of §3.4 in whichever role the ids give us."""
+        """Runs the dialer's side of §3.3 in whichever role the ids give us."""
         transcript = []
 
         def send(raw):

@@ -12,7 +12,7 @@ namespace broker::internal::bin {
 
 namespace {
 
-// -- constants (binary-data.md) ---------------------------------------------------------------
+// -- constants (doc/protocol/binary.md) -------------------------------------------------------
 
 constexpr uint32_t varbyte_payload_mask = 0x7f;
 constexpr uint8_t varbyte_continuation = 0x80;
@@ -30,7 +30,7 @@ constexpr uint8_t max_port_protocol = static_cast<uint8_t>(port::protocol::icmp)
 constexpr uint8_t max_tag = static_cast<uint8_t>(data::type::vector);
 constexpr unsigned bits_per_byte = 8;
 
-// Broker's real patterns (§4.4): CAF's pack754 swaps the infinities and uses all-ones for NaN.
+// Broker's real patterns (§4.3): CAF's pack754 swaps the infinities and uses all-ones for NaN.
 constexpr uint64_t broker_pos_inf = 0xfff0000000000000;
 constexpr uint64_t broker_neg_inf = 0x7ff0000000000000;
 constexpr uint64_t broker_nan = 0xffffffffffffffff;

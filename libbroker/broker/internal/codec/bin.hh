@@ -1,6 +1,7 @@
 #pragma once
 
-// Binary codec for broker::data ("bin v1", spec/binary-data.md).
+// Binary codec for broker::data ("bin v1", doc/protocol/binary.md; section numbers in
+// codec/bin.* are that page's).
 //
 // Stateless free functions; safe to call from any thread. The decoder is total: any byte
 // string yields a value or an error, with bounded recursion (max_depth), no allocation larger
@@ -16,7 +17,7 @@
 
 namespace broker::internal::bin {
 
-/// Default nesting limit for containers (binary-data.md §5).
+/// Default nesting limit for containers (doc/protocol/binary.md §6).
 inline constexpr size_t default_max_depth = 128;
 
 /// Appends varbyte(n) (1-5 bytes, LEB128-style). Pre: n <= 2^32-1.

@@ -10,15 +10,15 @@
 #include <string_view>
 #include <vector>
 
-// Every test vector of binary-data.md §3 and §9, plus the encoder's and decode_prefix's
-// contracts. Robustness (nesting, sizes, fuzzing) lives in bin_limits.test.cc.
+// Every test vector of doc/protocol/binary.md §3 and §9 (and more), plus the encoder's and
+// decode_prefix's contracts. Robustness (nesting, sizes, fuzzing) lives in bin_limits.test.cc.
 
 using namespace broker;
 using namespace broker::internal::bin::test;
 using namespace std::literals;
 namespace bin = broker::internal::bin;
 
-// -- varbyte (binary-data.md §3) ---------------------------------------------------------------
+// -- varbyte (doc/protocol/binary.md §3) -------------------------------------------------------
 
 TEST_CASE("varbyte encodes the examples of the spec minimally", "[bin]") {
   std::pair<uint32_t, std::string_view> examples[] = {
@@ -86,7 +86,7 @@ TEST_CASE("varbyte decoding reads from the given position", "[bin]") {
   CHECK(pos == 3);
 }
 
-// -- §9.1 vectors from Broker's tests -----------------------------------------------------------
+// -- §9: V-B, vectors from Broker's tests -------------------------------------------------------
 
 TEST_CASE("the scalar vectors from Broker's tests round-trip (V-B1..V-B8, V-B12)", "[bin]") {
   check_vector(data{"hello world"}, "05 0b 68656c6c6f20776f726c64");   // V-B1
@@ -130,7 +130,7 @@ TEST_CASE("an unsorted set from Broker's set_builder decodes, and we re-encode i
   check_encodes_to(value, "0c 02 05 06 62726f6b6572 05 05 68656c6c6f");
 }
 
-// -- §9.2 negative vectors ----------------------------------------------------------------------
+// -- §9: rejected input -------------------------------------------------------------------------
 
 TEST_CASE("a payload with bytes after its value is rejected", "[bin]") {
   CHECK(check_rejected_hex("00 01") == "1 trailing bytes at offset 1");
@@ -243,7 +243,7 @@ TEST_CASE("a set of NaN and a non-real, and a table keyed by a set, decode", "[b
   check_decodes_to("0d 01 0c 01 02 0000000000000001 05 01 6e", tbl({{st({c(1)}), "n"}}));
 }
 
-// -- §9.3 computed vectors -------------------------------------------------------------------
+// -- §9: V-C, computed vectors -------------------------------------------------------------------
 
 TEST_CASE("the computed scalar vectors round-trip (V-C1..V-C19b)", "[bin]") {
   check_vector(data{}, "00");                                            // V-C1
@@ -322,7 +322,7 @@ TEST_CASE("the computed time, enum and container vectors round-trip (V-C38..V-C4
                "0e 03 02 0000000000000001 03 0000000000000002 05 05 7468726565"); // V-C49
 }
 
-// -- §9.4 nested vectors -------------------------------------------------------------------------
+// -- §9: V-N, nested vectors ---------------------------------------------------------------------
 
 TEST_CASE("a Zeek event without metadata round-trips (V-N1)", "[bin]") {
   auto event = vec({c(1), c(1), vec({"event_1", vec({i(42), "test"})})});
@@ -364,10 +364,10 @@ TEST_CASE("the WebSocket all-types vector round-trips (V-N3)", "[bin]") {
   check_vector(value, hex);
 }
 
-// -- §9.5 ordering: sets encode in ascending order -------------------------------------------
+// -- §7 ordering: sets encode in ascending order ---------------------------------------------
 
 TEST_CASE("sets encode their elements in the total order of §9.5", "[bin]") {
-  // Each line of §9.5, built in scrambled order, must encode in ascending order.
+  // Each example line of §7, built in scrambled order, must encode in ascending order.
   std::vector<std::vector<data>> lines = {
     {data{}, data{false}, data{true}, c(0), c(18446744073709551615u),
      i(std::numeric_limits<int64_t>::min()), i(0), data{-infinity}, data{-1.0}, data{0.0},

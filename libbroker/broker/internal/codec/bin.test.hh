@@ -20,7 +20,7 @@ inline constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
 
 // -- hex helpers ------------------------------------------------------------------------------
 
-// Spaces only group bytes for the reader, as in binary-data.md.
+// Spaces only group bytes for the reader, as in doc/protocol/binary.md.
 inline std::string from_hex(std::string_view text) {
   auto nibble = [](char c) {
     if (c >= '0' && c <= '9')

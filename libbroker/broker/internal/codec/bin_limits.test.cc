@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-// Robustness of the bin codec: nesting and size limits, round trips of random values, and
-// fuzzing with random and mutated inputs. The spec's test vectors live in bin.test.cc.
+// Robustness of the bin codec: nesting and size limits, round trips of random values, and fuzzing
+// with random and mutated inputs. The vectors of doc/protocol/binary.md §9 live in bin.test.cc.
 
 using namespace broker;
 using namespace broker::internal::bin::test;
@@ -42,7 +42,7 @@ public:
   explicit value_generator(uint32_t seed) : rng_(seed) {}
 
   // `in_sorted` is set for set elements and table keys, where a NaN next to another real is
-  // not encodable (binary-data.md §7), so those never get NaN.
+  // not encodable (doc/protocol/binary.md §5), so those never get NaN.
   data next(size_t depth, bool in_sorted = false) {
     auto max_tag = depth == 0 ? 11 : 14;
     switch (pick(0, max_tag)) {

@@ -1,6 +1,6 @@
 // The text layer of the JSON decoder, below broker::data: stage 1 (the tokenizer), the
 // rendering of its errors (§8), and the text grammars of timestamps (§6.7) and timespans
-// (§6.8).
+// (§6.8). Section numbers here and in json.hh are those of doc/protocol/websocket.md.
 
 #include "broker/internal/codec/json.hh"
 
@@ -38,7 +38,7 @@ bool is_hex_digit(char c) noexcept {
 }
 
 bool is_whitespace(char c) noexcept {
-  // CR is allowed too [fix]: Broker's parser rejects CRLF-formatted JSON (§10.13).
+  // CR is allowed too [fix]: Broker's parser rejects CRLF-formatted JSON (§5.2).
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
@@ -257,7 +257,7 @@ private:
         case 'n':
         case 'r':
         case 't':
-        case 'v': // Broker accepts \v; we do too (§6.2 MAY).
+        case 'v': // Broker accepts \v; we do too (§6.3).
           ++pos_;
           break;
         case 'u':

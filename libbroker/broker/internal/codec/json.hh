@@ -1,6 +1,7 @@
 #pragma once
 
-// JSON codec of the WebSocket API v1 (spec/websocket-v1.md §5, §6, §8).
+// JSON codec of the WebSocket API v1 (doc/protocol/websocket.md §5, §6, §8; the section
+// numbers below are that page's).
 //
 // Who calls what:
 // - The WebSocket server decodes each client text message with decode_filter() (first
@@ -62,7 +63,7 @@ void encode_data_message(std::string_view topic, const data& x, std::string& out
 /// Convenience: the data message as a fresh string.
 std::string encode_data_message(std::string_view topic, const data& x);
 
-/// Appends `str` as a JSON string literal with quotes, escaped per §6.2 (ours): `\"`, `\\`,
+/// Appends `str` as a JSON string literal with quotes, escaped per §6.3: `\"`, `\\`,
 /// `\b`, `\f`, `\n`, `\r`, `\t`, other bytes < 0x20 as `\u00xx`, and each maximal invalid
 /// UTF-8 subpart replaced by U+FFFD, so the output is always valid UTF-8.
 void append_string(std::string_view str, std::string& out);
@@ -71,7 +72,7 @@ void append_string(std::string_view str, std::string& out);
 /// practice) replaced by U+FFFD.
 void append_valid_utf8(std::string_view str, std::string& out);
 
-/// Appends a real per §6.1 (ours): shortest round-trip text with ".0" added when it has no
+/// Appends a real per §6.2: shortest round-trip text with ".0" added when it has no
 /// '.', 'e' or 'E'; non-finite values as `NaN`, `Infinity`, `-Infinity`.
 void append_real(double x, std::string& out);
 

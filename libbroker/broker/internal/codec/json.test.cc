@@ -139,15 +139,15 @@ bool is_valid_utf8(std::string_view str) {
 
 // -- test vectors ---------------------------------------------------------------------------
 
-/// §12.1: the btest's exact input (Python json.dumps spacing).
+/// §10.2: the btest's exact input (Python json.dumps spacing).
 constexpr std::string_view all_types_input =
   R"({"type": "data-message", "topic": "/test", "@data-type": "vector", "data": [{"@data-type": "integer", "data": -9223372036854775808}, {"@data-type": "integer", "data": 9223372036854775807}, {"@data-type": "count", "data": 0}, {"@data-type": "count", "data": 18446744073709551615}, {"@data-type": "string", "data": "Hello \\u003cBroker\\u003e!"}, {"@data-type": "none", "data": {}}, {"@data-type": "boolean", "data": true}, {"@data-type": "real", "data": -7.5}, {"@data-type": "timespan", "data": "15ms"}, {"@data-type": "enum-value", "data": "foo"}, {"@data-type": "address", "data": "2001:db8::"}, {"@data-type": "subnet", "data": "255.255.255.0/24"}, {"@data-type": "port", "data": "8080/tcp"}, {"@data-type": "set", "data": [{"@data-type": "string", "data": "bar"}, {"@data-type": "string", "data": "foo"}]}, {"@data-type": "table", "data": [{"key": {"@data-type": "string", "data": "first-name"}, "value": {"@data-type": "string", "data": "John"}}, {"key": {"@data-type": "string", "data": "last-name"}, "value": {"@data-type": "string", "data": "Doe"}}]}]})";
 
-/// §12.1: the frame our server must send for it, byte for byte.
+/// §10.2: the frame our server must send for it, byte for byte.
 constexpr std::string_view all_types_output =
   R"({"type":"data-message","topic":"/test","@data-type":"vector","data":[{"@data-type":"integer","data":-9223372036854775808},{"@data-type":"integer","data":9223372036854775807},{"@data-type":"count","data":0},{"@data-type":"count","data":18446744073709551615},{"@data-type":"string","data":"Hello \\u003cBroker\\u003e!"},{"@data-type":"none","data":{}},{"@data-type":"boolean","data":true},{"@data-type":"real","data":-7.5},{"@data-type":"timespan","data":"15ms"},{"@data-type":"enum-value","data":"foo"},{"@data-type":"address","data":"2001:db8::"},{"@data-type":"subnet","data":"255.255.255.0/24"},{"@data-type":"port","data":"8080/tcp"},{"@data-type":"set","data":[{"@data-type":"string","data":"bar"},{"@data-type":"string","data":"foo"}]},{"@data-type":"table","data":[{"key":{"@data-type":"string","data":"first-name"},"value":{"@data-type":"string","data":"John"}},{"key":{"@data-type":"string","data":"last-name"},"value":{"@data-type":"string","data":"Doe"}}]}]})";
 
-/// §12.1: the btest baseline (the receiver's json.dumps(msg, indent=2)).
+/// §10.2: the btest baseline (the receiver's json.dumps(msg, indent=2)).
 constexpr std::string_view all_types_baseline = R"({
   "type": "data-message",
   "topic": "/test",
@@ -246,7 +246,7 @@ constexpr std::string_view all_types_baseline = R"({
   ]
 })";
 
-/// binary-data.md V-N3, built element by element.
+/// V-N3 of bin.test.cc, built element by element.
 data all_types_value() {
   address::bytes_type v6{0x20, 0x01, 0x0d, 0xb8};
   auto network = subnet::make(address::v4(255, 255, 255, 0), 24);
@@ -263,7 +263,7 @@ data all_types_value() {
 
 } // namespace
 
-// -- §12.1 all-types message --------------------------------------------------------------
+// -- §10.2 all-types message --------------------------------------------------------------
 
 TEST_CASE("the all-types btest message decodes to the V-N3 value", "[json]") {
   std::string topic;
@@ -296,7 +296,7 @@ TEST_CASE("the pretty-printed baseline decodes to the same value", "[json]") {
   CHECK(value == all_types_value());
 }
 
-// -- §12.2 / §12.6 error frames ------------------------------------------------------------
+// -- §10.3 error frames ------------------------------------------------------------------
 
 TEST_CASE("an unknown @data-type yields the error.py frame", "[json]") {
   auto text = R"({"topic": "/test", "@data-type": "phone", "data": "555-0123"})";
@@ -448,7 +448,7 @@ TEST_CASE("invalid data anywhere takes precedence over a duplicate set element",
   CHECK(context_of(text, 4) == "input #4 contained invalid data");
 }
 
-// -- §12.3 / §12.4 count messages ----------------------------------------------------------
+// -- §10.4 / §10.5 count messages ----------------------------------------------------------
 
 TEST_CASE("ten counts in Python spacing come out as the encrypted.py baseline", "[json]") {
   const std::vector<std::string_view> baseline{
@@ -489,7 +489,7 @@ TEST_CASE("a pretty-printed vector of 200 counts becomes one compact frame", "[j
   }
   expected += "]}";
   auto pretty = msg.dump(2);
-  REQUIRE(pretty.size() == 11980); // as observed (§12.4)
+  REQUIRE(pretty.size() == 11980); // as observed (§10.5)
   REQUIRE(expected.size() == 6760);
   std::string topic;
   data value;
@@ -498,7 +498,7 @@ TEST_CASE("a pretty-printed vector of 200 counts becomes one compact frame", "[j
   CHECK(json::encode_data_message(topic, value) == expected);
 }
 
-// -- §12.5 single values -------------------------------------------------------------------
+// -- §10.1 single values -------------------------------------------------------------------
 
 TEST_CASE("single values encode as in the spec's table", "[json]") {
   struct row {
@@ -565,7 +565,7 @@ TEST_CASE("ack and error frames have fixed key order and escaped strings", "[jso
   CHECK(json::make_error("x", "say \"hi\"\n") == R"({"type":"error","code":"x","context":"say \"hi\"\n"})");
 }
 
-// -- §12.6 round trips (ours) --------------------------------------------------------------
+// -- §10.6 round trips (ours) --------------------------------------------------------------
 
 TEST_CASE("reals round-trip in shortest form with a guaranteed fraction or exponent",
           "[json]") {

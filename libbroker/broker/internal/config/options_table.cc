@@ -27,7 +27,7 @@ constexpr uint64_t min_message_size = 1024;
 constexpr uint64_t max_message_size = uint64_t{1} << 31; // Broker's frame limit.
 constexpr uint64_t max_subscriptions = 10'000'000;
 constexpr uint64_t max_input_bytes = uint64_t{1} << 40;
-constexpr uint64_t default_message_size = uint64_t{16} << 20; // websocket-v1.md §3.
+constexpr uint64_t default_message_size = uint64_t{16} << 20; // doc/protocol/websocket.md §3.
 constexpr uint64_t max_timeout_ms = 3'600'000;
 
 // -- row builders -----------------------------------------------------------------------------
@@ -83,7 +83,8 @@ option_info choice_option(std::string key, std::string def, std::vector<std::str
   return result;
 }
 
-// Remote sinks must never slow anyone down (DESIGN §4), hence no `block` for them.
+// Remote sinks must never slow anyone down (doc/architecture.md, "Core, handlers and overflow
+// policies"), hence no `block` for them.
 std::vector<std::string> remote_policies() {
   return {"drop_oldest", "drop_newest", "disconnect"};
 }

@@ -1,6 +1,7 @@
 #pragma once
 
-// The library's options table (DESIGN §9) and the value parsing every source shares.
+// The library's options table (doc/architecture.md, "Configuration and metrics") and the value
+// parsing every source shares.
 //
 // configuration.cc reads the table through configuration::options(); the CLI, environment
 // and config-file paths all end in parse_option_value(), so one option is validated the same

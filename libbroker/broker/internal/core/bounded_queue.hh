@@ -1,8 +1,8 @@
 #pragma once
 
-// bounded_buffer: the one implementation of the overflow policies (DESIGN §4), used by the
-// local queues of subscribers and hubs and by the send queues of peers and WebSocket
-// clients.
+// bounded_buffer: the one implementation of the overflow policies (doc/architecture.md, "Core,
+// handlers and overflow policies"), used by the local queues of subscribers and hubs and by the
+// send queues of peers and WebSocket clients.
 //
 // Ownership: embedded in a queue that guards it with its own mutex; no locking here.
 //

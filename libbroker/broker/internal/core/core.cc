@@ -227,7 +227,8 @@ void core_state::announce() {
 // Per origin, a node routes sequence numbers in increasing order only: a copy that arrives
 // after a newer message of its origin (it took a slower path, or the faster path dropped
 // it) is dropped and counted, so every subscriber sees each origin's messages in order
-// (DESIGN §4), and a gap shows up as a counted drop instead of a reordering.
+// (doc/architecture.md, "Core, handlers and overflow policies"; doc/protocol/peering.md §7),
+// and a gap shows up as a counted drop instead of a reordering.
 core_state::sighting core_state::first_sighting(const route_info& route) {
   constexpr uint64_t window = 4096; // Sequence numbers remembered per origin.
   constexpr uint64_t word_bits = 64;

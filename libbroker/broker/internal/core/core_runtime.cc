@@ -7,7 +7,7 @@
 #include <mutex>
 
 // Local-only message types: they never cross a process boundary, so they need no
-// serialization (TOOLCHAIN.md §5).
+// serialization (no inspect() and no type id; CAF 0.17 allows that with this macro).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::core_task)
 
 namespace broker::internal {

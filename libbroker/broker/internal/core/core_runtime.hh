@@ -2,10 +2,10 @@
 
 // core_runtime: the CAF actor system and the core actor, behind a CAF-free interface.
 //
-// Threads: CAF's scheduler runs the core actor (DESIGN §5). Any thread may call post(),
-// call() and the wake/room callbacks; they turn into one mailbox message each. The
-// callbacks stay safe after shutdown: they hold a shared link that shutdown() cuts, after
-// which they do nothing.
+// Threads: CAF's scheduler runs the core actor (doc/architecture.md, "Threads"). Any thread may
+// call post(), call() and the wake/room callbacks; they turn into one mailbox message each. The
+// callbacks stay safe after shutdown: they hold a shared link that shutdown() cuts, after which
+// they do nothing.
 //
 // Shutdown: shutdown() runs core_state::shutdown() on the core (consumers see the end of
 // their streams, blocked publishers return), stops the actor and destroys the actor system.

@@ -1,6 +1,7 @@
 #pragma once
 
-// handler: one output sink in the core's index (DESIGN §4).
+// handler: one output sink in the core's index (doc/architecture.md, "Core, handlers and
+// overflow policies").
 //
 // Ownership: the core owns every handler; only the core thread calls these members. The
 // sink behind a handler (a local queue, or a connection's send queue) is shared with the

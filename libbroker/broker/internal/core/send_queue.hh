@@ -9,7 +9,8 @@
 // something, the queue counts the connection as busy until a take() finds nothing, so a
 // busy connection gets no posts at all, and an idle one exactly one per burst.
 //
-// Policies: drop_oldest, drop_newest, disconnect (peers never block anybody, DESIGN §4).
+// Policies: drop_oldest, drop_newest, disconnect (peers never block anybody; doc/architecture.md,
+// "Core, handlers and overflow policies").
 // The one exception: data-store commands from local stores wait for room (request_wakeup),
 // because a burst of replication traffic is no sign of a slow peer.
 // Routing announcements (peers only) are not data: they are never dropped, and only the newest one

@@ -1,8 +1,9 @@
 #pragma once
 
 // gather_buffer: the bytes of one write of a connection, as a list of pieces for one
-// gathered system call (DESIGN §5: one write carries every frame queued for a connection;
-// shared encoded payloads are referenced, not copied).
+// gathered system call: one write carries every frame queued for a connection, and shared
+// encoded payloads are referenced, not copied (doc/architecture.md, "One message, socket to
+// socket", step 5).
 //
 // Owner: one connection, on its strand.
 //

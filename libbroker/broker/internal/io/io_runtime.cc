@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::string_view component = "tls";
 
-/// Broker's anonymous cipher (spec peering-wire §10) and its curve.
+/// Broker's anonymous cipher and its curve (doc/peering.md, "TLS").
 constexpr const char* anonymous_cipher = "AECDH-AES256-SHA@SECLEVEL=0";
 constexpr const char* anonymous_groups = "P-384";
 

@@ -1,8 +1,8 @@
 #pragma once
 
-// io_runtime: the endpoint's one I/O runtime (DESIGN §5): the Boost.Asio io_context, the
-// threads that run it, and the TLS context. Peerings and the HTTP/WebSocket server both run
-// on it; neither owns it.
+// io_runtime: the endpoint's one I/O runtime (doc/architecture.md, "Threads"): the Boost.Asio
+// io_context, the threads that run it, and the TLS context. Peerings and the HTTP/WebSocket server
+// both run on it; neither owns it.
 //
 // Ownership: the endpoint creates it first and stops it last, after peerings and servers
 // closed their connections. stop() joins the threads; pending handlers are destroyed with

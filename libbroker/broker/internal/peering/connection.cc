@@ -16,10 +16,10 @@ namespace broker::internal {
 
 namespace {
 
-/// How long a handshake may take (spec §3.5: SHOULD 10 s).
+/// How long a handshake may take (doc/protocol/peering.md §3.4; Broker has no limit).
 constexpr auto handshake_timeout = std::chrono::seconds{10};
 
-/// How long an unpeer waits for the pong to its BYE (spec §6.4: 3 s).
+/// How long an unpeer waits for the pong to its BYE (doc/protocol/peering.md §5.5, as Broker).
 constexpr auto bye_timeout = std::chrono::seconds{3};
 
 /// How long a new peering waits for the answer to its origin-v1 probe (wire.hh) before it
@@ -338,9 +338,9 @@ void connection::handle_data(const wire::node_message_view& msg) {
              msg.topic.size() + msg.payload.size());
 }
 
-/// Data-store traffic (spec §6.5). Our stores encode their commands as one binary value; a
-/// payload that is no such value (e.g. Broker's own store protocol) is still relayed by
-/// topic like any command, it just means nothing to our stores.
+/// Data-store traffic (doc/protocol/peering.md §5.3): the payload is one of Broker's store
+/// commands (store/store_wire.hh). Its bytes are kept as received: relays pass them on by
+/// topic like any command, and the stores decode them.
 void connection::handle_command(const wire::node_message_view& msg) {
   if (!msg.receiver.is_nil() && msg.receiver != mgr_->own)
     return;
@@ -565,7 +565,7 @@ void connection::do_unpeer(const std::string& reason) {
     fail(reason, false);
     return;
   }
-  // Flush what the core already queued, then BYE (spec §6.4).
+  // Flush what the core already queued, then BYE (doc/protocol/peering.md §5.5).
   take_pending_data();
   closing_ = true;
   close_reason_ = reason;

@@ -1,6 +1,6 @@
 #pragma once
 
-// connection: one peering TCP connection (spec/peering-wire.md), from the TLS handshake
+// connection: one peering TCP connection (doc/protocol/peering.md), from the TLS handshake
 // through the peering handshake to phase 3. Private to peering/.
 //
 // Owner: runs on its own strand; the peer manager's tables, the send queue's ready callback

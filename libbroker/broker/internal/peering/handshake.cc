@@ -7,7 +7,8 @@ namespace broker::internal {
 
 namespace {
 
-// drop_conn descriptions Broker sends from its peer-status check (§5.3).
+// drop_conn descriptions Broker sends from its peer-status check (doc/protocol/peering.md
+// §3.6; the section numbers below are that page's).
 constexpr std::string_view redundant_text = "redundant connection";
 constexpr std::string_view no_pending_text =
   "detected redundant connection but find_pending_handshake failed";
@@ -15,7 +16,7 @@ constexpr std::string_view responder_redundant_text =
   "detected redundant connection at the responder";
 constexpr std::string_view shutting_down_text = "shutting down";
 
-// Our own check (Broker has none): equal ids would leave both sides waiting (§3.3).
+// Our own check (Broker has none): equal ids would leave both sides waiting (§3.2).
 constexpr std::string_view equal_ids_text = "remote endpoint id equals our own";
 
 } // namespace
@@ -50,7 +51,7 @@ handshake::outcome handshake::feed(std::string_view payload) {
   }
   auto decoded = wire::decode_handshake(payload);
   if (!decoded) {
-    // §5.1: every decode or validation failure is answered with drop_conn, in any state.
+    // §3.5: every decode or validation failure is answered with drop_conn, in any state.
     auto& err = decoded.error_value();
     return fail(err.code(), err.message(), true);
   }
@@ -183,7 +184,7 @@ handshake::outcome handshake::complete(std::string output) {
 }
 
 handshake::outcome handshake::unexpected(wire::message_type type) {
-  // §3.5: a message not listed for the state aborts without drop_conn.
+  // §3.4: a message not listed for the state aborts without drop_conn.
   return fail(ec::unexpected_handshake_message,
               "unexpected " + std::string{wire::to_string(type)} + " in state "
                 + std::string{state_name()},

@@ -1,11 +1,12 @@
 #pragma once
 
-// The handshake of Broker's native peering protocol (phases 1 and 2, spec/peering-wire.md §3-§5)
-// as a pure state machine: bytes in, bytes out, no sockets, no clock, no threads.
+// The handshake of Broker's native peering protocol (doc/protocol/peering.md §3; section
+// numbers below are that page's) as a pure state machine: bytes in, bytes out, no sockets,
+// no clock, no threads.
 //
 // Ownership: one `handshake` per connection, owned and driven by the transport that reads
 // that connection (single-threaded use). The owner also owns everything the machine cannot
-// see: the per-peer status table (§5.3), timeouts (spec SHOULD: 10 s), retries and the list of
+// see: the per-peer status table (§3.6), timeouts (§3.4: 10 s), retries and the list of
 // paused connections.
 //
 // Flow:
@@ -16,7 +17,7 @@
 //      sends `outcome.output` (complete frames) before anything else.
 //   3. When a node must commit to the handshake (originator on a hello, responder on a
 //      version_select) the machine calls the owner's `proceed` callback, which looks up and
-//      updates the peer status exactly like Broker (§5.3) and returns a decision. After
+//      updates the peer status exactly like Broker (§3.6) and returns a decision. After
 //      `proceed` the owner has marked the peer connecting; it undoes that if the handshake
 //      later fails.
 //   4. outcome `paused`: another handshake with the same peer runs on this node. The owner
@@ -27,9 +28,9 @@
 //      are phase-3 frames. The machine sent the filter it was constructed with; if the
 //      owner's filter changed meanwhile, it follows up with a routing_update.
 //   6. outcome `failed`: the owner sends `output` (a drop_conn, or nothing when Broker would
-//      just close) and closes. `redundant` means "close quietly, no retry"; for a received
-//      drop_conn 39 the owner first checks that its status for the remote is connecting,
-//      connected or peered (§5.2), else it treats it as a failed attempt.
+//      just close) and closes. `redundant` means "close quietly, no error event": we sent
+//      or received drop_conn 39, so a peering with the remote exists or is being set up;
+//      a dialer with a retry interval checks later that it does (§3.6).
 
 #include "broker/endpoint_id.hh"
 #include "broker/error.hh"
@@ -43,13 +44,13 @@
 
 namespace broker::internal {
 
-/// One connection's handshake state machine (spec §3.5).
+/// One connection's handshake state machine (§3.4).
 class handshake {
 public:
   /// Who opened the TCP connection (independent of originator/responder).
   enum class role : uint8_t { dialer, acceptor };
 
-  /// Broker's states (§3.5) plus the bookends.
+  /// Broker's states (§3.4) plus the bookends.
   enum class state : uint8_t {
     init,                          ///< Before start().
     await_hello_or_version_select, ///< Dialer after sending hello.
@@ -63,7 +64,7 @@ public:
     failed,                        ///< Terminal error.
   };
 
-  /// The owner's answer when the machine is about to commit (§5.3).
+  /// The owner's answer when the machine is about to commit (§3.6).
   enum class decision : uint8_t {
     proceed,              ///< Status absent/initialized/disconnected: now (re)connecting.
     pause,                ///< Connecting, and the other handshake runs on this node.
@@ -75,7 +76,7 @@ public:
   /// What a call did.
   enum class status : uint8_t { in_progress, paused, done, failed };
 
-  /// Looks up and updates the peer status for `remote` (§5.3).
+  /// Looks up and updates the peer status for `remote` (§3.6).
   using proceed_fn = std::function<decision(const endpoint_id& remote, bool as_originator)>;
 
   /// The result of feed() or drop_paused().
@@ -88,7 +89,7 @@ public:
     error err;
     /// failed: the connection ended as redundant (we sent, or received, drop_conn 39).
     bool redundant = false;
-    /// done: the peer's id, its filter as received (with the marker, if any) and our role.
+    /// done: the peer's id, its filter as received and our role.
     /// failed after a received drop_conn: its sender.
     endpoint_id remote;
     filter_type remote_filter;

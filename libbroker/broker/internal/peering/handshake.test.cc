@@ -37,13 +37,14 @@ endpoint_id id(std::string_view text) {
   return endpoint_id::parse(text).value();
 }
 
-// The ids of spec §11 (B < PF, P0 < B, B2 < PF).
+// The ids of doc/protocol/peering.md §12 (B < PF, P0 < B, B2 < PF); section numbers in this
+// file are that page's.
 const endpoint_id id_b = id("925c9110-5b87-57d9-9d80-b65568e87a44");
 const endpoint_id id_p0 = id("00000000-0000-4000-8000-000000000000");
 const endpoint_id id_pf = id("ffffffff-ffff-4fff-bfff-ffffffffffff");
 const endpoint_id id_b2 = id("0f5c9110-5b87-57d9-9d80-b65568e87a44");
 
-// Spec §11.1 frames used by several tests.
+// §12 handshake frames used by several tests.
 constexpr auto probe_hex = "00000005075a45454b";
 constexpr auto hello_b_hex = "00000017065a45454b925c91105b8757d99d80b65568e87a440101";
 constexpr auto vs_b_hex = "00000016085a45454b925c91105b8757d99d80b65568e87a4401";
@@ -161,7 +162,7 @@ const hs_state phase1_states[] = {
 
 } // namespace
 
-// -- transcripts (spec §11.2) -----------------------------------------------------------------
+// -- transcripts (§12) ------------------------------------------------------------------------
 
 TEST_CASE("T1: Broker as acceptor answers a smaller id's hello with hello and responds",
           "[handshake]") {
@@ -386,7 +387,7 @@ TEST_CASE("T5 from the acceptor's side: the larger id answers hello with hello a
   CHECK(owner.calls == std::vector{std::pair{id_b2, false}});
 }
 
-// -- the proceed check (spec §5.3) ------------------------------------------------------------
+// -- the proceed check (§3.6) ----------------------------------------------------------------
 
 TEST_CASE("the originator maps each proceed decision to Broker's frames", "[handshake]") {
   auto hello_pf = payload_of(wire::hello_msg{id_pf});
@@ -547,7 +548,7 @@ TEST_CASE("every truncated handshake message is answered with drop_conn 20 namin
   }
 }
 
-// -- the state table (spec §3.5) --------------------------------------------------------------
+// -- the state table (§3.4) ------------------------------------------------------------------
 
 TEST_CASE("each state accepts exactly the messages of Broker's table and aborts silently "
           "on the others",
@@ -725,7 +726,7 @@ TEST_CASE("the own filter goes out sorted, deduplicated and exactly as given",
 
 namespace {
 
-/// A node's bookkeeping as Broker keeps it (§5.3), reduced to what the handshake needs.
+/// A node's bookkeeping as Broker keeps it (§3.6), reduced to what the handshake needs.
 struct sim_node;
 
 /// One side of one simulated connection.
@@ -799,7 +800,7 @@ void handle(sim_end& end, handshake::outcome out) {
   } else if (out.kind == hs_status::failed) {
     auto remote = end.hs->remote_id();
     if (out.redundant) {
-      // A received 39 counts only while another connection to the peer is live (§5.2).
+      // A received 39 counts only while another connection to the peer is live (§3.6).
       auto i = node.connected.find(remote);
       end.quiet = !out.output.empty() || i != node.connected.end();
     }

@@ -1,6 +1,6 @@
 #pragma once
 
-// peer_manager: the network side of peering (spec/peering-wire.md), on the endpoint's I/O
+// peer_manager: the network side of peering (doc/protocol/peering.md), on the endpoint's I/O
 // runtime (io_runtime.hh).
 //
 // Threads: the runtime's io_context runs every socket; each connection is a strand
@@ -13,7 +13,7 @@
 // Flow of one peering:
 //   1. listen() accepts, or peer() dials (re-dialing after `retry` until unpeered).
 //   2. The connection runs the handshake state machine; the manager's status table answers
-//      its redundancy checks (one live peering per remote id, spec §5.3).
+//      its redundancy checks (one live peering per remote id, doc/protocol/peering.md §3.6).
 //   3. On success the manager creates the peer's send queue and source inbox and posts
 //      core_state::add_peer(); from then on the core fills the queue and the connection
 //      drains it in gathered writes, while frames read from the socket are decoded on the

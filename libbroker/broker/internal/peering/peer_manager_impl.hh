@@ -44,7 +44,8 @@ struct outgoing_peering {
   endpoint_id remote; // Known after the first successful handshake.
 };
 
-/// The peer status Broker keeps per remote id (spec §5.3), reduced to what decisions need.
+/// The peer status Broker keeps per remote id (doc/protocol/peering.md §3.6), reduced to what
+/// decisions need.
 enum class remote_state : uint8_t { connecting, peered };
 
 struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
@@ -54,7 +55,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   /// Unpeers everything (BYE, bounded), closes acceptors and timers.
   void stop();
 
-  // -- status table (spec §5.3) ---------------------------------------------------------
+  // -- status table (doc/protocol/peering.md §3.6) ---------------------------------------------
 
   handshake::decision proceed(connection* conn, const endpoint_id& remote, bool originator);
   bool attach(const std::shared_ptr<connection>& conn);
@@ -87,7 +88,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   mutable std::mutex mtx;
   std::condition_variable detached_cv;
   bool shutting_down = false;
-  filter_type filter; // For new handshakes, without the extension marker.
+  filter_type filter; // For new handshakes.
   std::map<endpoint_id, remote_state> status;
   std::map<endpoint_id, connection*> in_flight; // Handshake that set `connecting`.
   std::map<endpoint_id, std::vector<std::weak_ptr<connection>>> paused;

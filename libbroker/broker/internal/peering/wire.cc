@@ -381,7 +381,7 @@ frame_reader::result frame_reader::next() {
     if (len == 0) {
       if (handshake)
         return fail(error{ec::invalid_message, "empty frame during the handshake"});
-      pos_ += length_prefix_size; // spec §1: phase 3 skips empty frames silently
+      pos_ += length_prefix_size; // doc/protocol/peering.md §1: operation skips empty frames
       continue;
     }
     auto limit = handshake ? max_handshake_frame_size : max_frame_size_;

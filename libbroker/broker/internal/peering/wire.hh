@@ -1,8 +1,9 @@
 #pragma once
 
-// The byte-level codec of Broker's native peering protocol (spec/peering-wire.md): framing,
-// the phase-1/2 handshake messages, filters and the phase-3 node messages. Pure functions and
-// one incremental frame reader; no sockets, no threads, no CAF.
+// The byte-level codec of Broker's native peering protocol (doc/protocol/peering.md; section
+// numbers below are that page's): framing, the phase-1/2 handshake messages, filters and the
+// phase-3 node messages. Pure functions and one incremental frame reader; no sockets, no
+// threads, no CAF.
 //
 // Ownership: every function here is stateless and safe from any thread. A `frame_reader`
 // belongs to one connection and is used by whoever reads that connection's socket.
@@ -15,15 +16,16 @@
 //   3. When the handshake completes, the transport calls `frame_reader::enter_operation()`.
 //      Bytes already buffered past the last handshake frame are parsed as phase-3 frames.
 //   4. Each phase-3 payload goes to `decode_node_message()`. A failure there drops only that
-//      frame (spec §6.6); a framing failure from the reader ends the connection.
+//      frame (§5.6); a framing failure from the reader ends the connection.
 //   5. Output is appended to a caller-owned `std::string` as complete frames (length prefix
 //      included): `append_frame()`, `append_node_message()` and the helpers below.
 //
-// Extension "origin-v1" (ours, never sent to Broker): loop-free multi-hop between our nodes.
+// Extension "origin-v1" (ours, never sent to Broker; §7): loop-free multi-hop between our
+// nodes.
 //   - Negotiation, after the handshake, invisible to Broker: both sides of a peering send a
 //     ping with the payload `ext_probe_query` as their first phase-3 frame. Our nodes
 //     answer that ping with a pong carrying `ext_probe_answer`; Broker answers every ping
-//     with a pong echoing its payload byte for byte (spec §6.4). So a side learns that its
+//     with a pong echoing its payload byte for byte (§5.5). So a side learns that its
 //     peer speaks origin-v1 from the peer's own probe or from the changed answer, and that
 //     it is a Broker node from the echo. Filters, the handshake and the version range stay
 //     exactly as Broker expects. Until it knows, a side sends no data (at most one round
@@ -56,13 +58,14 @@ inline constexpr uint8_t protocol_version = 1;
 /// Size of the big-endian length in front of every frame.
 inline constexpr size_t length_prefix_size = 4;
 
-/// Default receive limit for a phase-3 frame payload (spec §1: configurable, 64 MiB).
+/// Default receive limit for a phase-3 frame payload (§1: 64 MiB; Broker's is 2^31 - 5).
 inline constexpr uint32_t default_max_frame_size = 64u * 1024u * 1024u;
 
-/// Receive limit for a handshake frame payload (spec §1 SHOULD).
+/// Receive limit for a handshake frame payload (§1; Broker has none).
 inline constexpr uint32_t max_handshake_frame_size = 64u * 1024u;
 
-/// The ttl we write on every phase-3 frame (spec §6.1). Never checked on receipt.
+/// The ttl of control frames and Broker's ttl on every frame (§5.1). A received ttl never
+/// makes us drop a frame; it only limits relaying (§6).
 inline constexpr uint16_t default_ttl = 16;
 
 /// Size of a node message header: sender, receiver, type, ttl, topic_len.
@@ -74,7 +77,7 @@ inline constexpr size_t max_topic_size = 0xFFFF;
 /// The topic of routing_update, ping and pong frames.
 inline constexpr std::string_view control_topic = "<$>";
 
-/// Highest drop_conn code Broker recognises (spec §3.2, §5.4).
+/// Highest drop_conn code Broker recognises (§3.5, §10).
 inline constexpr uint8_t max_known_error_code = 40;
 
 /// Ping payload that asks whether the peer speaks origin-v1 (see the header comment).
@@ -89,7 +92,7 @@ inline constexpr size_t extension_header_size = 16 + 8 + 1;
 /// Size of a BYE ping payload: "BYE" and an 8-byte id.
 inline constexpr size_t bye_payload_size = 11;
 
-/// Message type codes (spec §2) plus our extension.
+/// Message type codes (§2) plus our extension.
 enum class message_type : uint8_t {
   data = 1,
   command = 2,
@@ -106,7 +109,7 @@ enum class message_type : uint8_t {
   data_ext = 0x81, ///< Extension origin-v1; only to peers that speak it.
 };
 
-/// The spec's name of `x`, e.g. "version_select"; "invalid" for other values.
+/// The name of `x` in §2, e.g. "version_select"; "invalid" for other values.
 std::string_view to_string(message_type x) noexcept;
 
 // -- framing ----------------------------------------------------------------------------------
@@ -118,7 +121,7 @@ void append_frame_header(std::string& out, uint32_t len);
 /// with next() until it returns need_more. Starts in the handshake phase.
 class frame_reader {
 public:
-  /// Which rules apply to the next frame (spec §1).
+  /// Which rules apply to the next frame (§1).
   enum class phase : uint8_t {
     handshake, ///< Limit max_handshake_frame_size; an empty frame is an error.
     operation, ///< Limit from the constructor; empty frames are skipped.
@@ -164,7 +167,7 @@ private:
   error failure_;
 };
 
-// -- filters (spec §4) ------------------------------------------------------------------------
+// -- filters (§4) ----------------------------------------------------------------------------
 
 /// Appends varbyte(n) and n length-prefixed topics, sorted ascending and without duplicates
 /// (sorting a copy only when `xs` is not already in that form).
@@ -175,7 +178,7 @@ void append_filter(std::string& out, const filter_type& xs);
 /// Entries are returned as received (no sorting).
 expected<filter_type> decode_filter(std::string_view bytes);
 
-// -- phase 1 and 2 (spec §3, §4) --------------------------------------------------------------
+// -- phase 1 and 2 (§3, §4) ------------------------------------------------------------------
 
 /// hello (6): sent by the dialer, and by a node that must become responder.
 struct hello_msg {
@@ -230,11 +233,11 @@ std::string make_frame(const handshake_message& x);
 
 /// Decodes and validates one handshake payload (tag byte first) the way Broker does. On
 /// failure the error's code and message are exactly the drop_conn code and description to
-/// answer with (spec §3.2, §5.1), e.g. {wrong_magic_number, "wrong magic number"}; a drop_conn
+/// answer with (§3.5), e.g. {wrong_magic_number, "wrong magic number"}; a drop_conn
 /// with an unknown code yields {unspecified, <its description>}. Trailing bytes are ignored.
 expected<handshake_message> decode_handshake(std::string_view payload);
 
-// -- phase 3 (spec §6) ------------------------------------------------------------------------
+// -- phase 3 (§5) -----------------------------------------------------------------------------
 
 /// A decoded node message. Views point into the frame payload passed to the decoder.
 struct node_message_view {
@@ -282,7 +285,7 @@ void append_ping(std::string& out, const endpoint_id& sender, const endpoint_id&
                  std::string_view payload);
 
 /// Appends the pong answering `ping`: sender = `own`, receiver = the ping's sender, topic
-/// "<$>", default ttl, payload byte-identical (spec §6.4), except that our answer to an
+/// "<$>", default ttl, payload byte-identical (§5.5), except that our answer to an
 /// ext_probe_query ping is ext_probe_answer.
 void append_pong(std::string& out, const endpoint_id& own, const node_message_view& ping);
 

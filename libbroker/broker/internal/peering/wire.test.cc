@@ -25,7 +25,7 @@ endpoint_id id(std::string_view text) {
   return endpoint_id::parse(text).value();
 }
 
-// The ids of spec §11.
+// The ids of doc/protocol/peering.md §12; section numbers in this file are that page's.
 const endpoint_id id_b = id("925c9110-5b87-57d9-9d80-b65568e87a44");
 const endpoint_id id_p0 = id("00000000-0000-4000-8000-000000000000");
 const endpoint_id id_pf = id("ffffffff-ffff-4fff-bfff-ffffffffffff");
@@ -54,7 +54,7 @@ struct handshake_vector {
   const char* hex;
 };
 
-// Spec §11.1, every row with a message we can build.
+// The handshake frames of §12 and a few more of the same kinds.
 std::vector<handshake_vector> handshake_vectors() {
   return {
     {"probe", wire::probe_msg{}, "00000005 07 5a45454b"},
@@ -208,8 +208,8 @@ TEST_CASE("handshake frame sizes agree with the btest baselines", "[wire]") {
   CHECK(length(wire::originator_syn_msg{{"/foo/bar"}}) == 11);
   CHECK(length(wire::responder_syn_ack_msg{{"/foo/bar"}}) == 11);
   CHECK(length(wire::originator_ack_msg{}) == 1);
-  // Frame sizes of spec 3.2. A drop_conn frame is 27 + len bytes for len < 128 (the spec
-  // says 26 + len, but its own vectors, e.g. 0x2b + 4 = 47 for 20 bytes, give 27 + len).
+  // Frame sizes of §3.1. A drop_conn frame is 27 + len bytes for len < 128 (e.g. 0x2b + 4 =
+  // 47 for a 20-byte description).
   CHECK(wire::make_frame(wire::hello_msg{id_b}).size() == 27);
   CHECK(wire::make_frame(wire::probe_msg{}).size() == 9);
   CHECK(wire::make_frame(wire::version_select_msg{id_b}).size() == 26);
@@ -681,7 +681,7 @@ TEST_CASE("an extended data frame becomes a plain data frame for Broker without 
   std::string plain;
   REQUIRE_FALSE(wire::append_node_message(plain, id_b, nil_id, wire::message_type::data, 16,
                                           msg->topic, decoded->value));
-  // Spec 11.3: Broker's data frame for c 1 on /test.
+  // §12: Broker's data frame for c 1 on /test.
   CHECK(to_hex(plain)
         == normalized_hex("00000033 925c91105b8757d99d80b65568e87a44 "
                           "00000000000000000000000000000000 01 0010 0005 2f74657374 "

@@ -1,9 +1,10 @@
 #pragma once
 
-// The reliable, ordered channel between a data store's master and its clones (DESIGN.md §8),
-// as two pure state machines: messages and time in, messages out. No sockets, no threads, no
-// clock. Its messages are those of Zeek Broker's store channel, so that the owners can put
-// them on the wire as Broker's commands (store_wire.hh, doc/protocol/stores.md):
+// The reliable, ordered channel between a data store's master and its clones
+// (doc/architecture.md, "Data stores"; doc/protocol/stores.md §4), as two pure state machines:
+// messages and time in, messages out. No sockets, no threads, no clock. Its messages are those
+// of Zeek Broker's store channel, so that the owners can put them on the wire as Broker's
+// commands (store_wire.hh, doc/protocol/stores.md):
 //
 //   channel message        command on the wire
 //   attach{id}             nack{[0]}, sent by entity (endpoint, base + id)

@@ -1,7 +1,7 @@
 #pragma once
 
 // store_actor: runs one data store (master or clone) as an actor on CAF's scheduler
-// (DESIGN §5, §8), behind a CAF-free interface.
+// (doc/architecture.md, "Threads" and "Data stores"), behind a CAF-free interface.
 //
 // Pieces and threads:
 //   - store_handler (core thread): the store's output handler in the core's index, policy

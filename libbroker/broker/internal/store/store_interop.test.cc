@@ -5,6 +5,7 @@
 
 #include "broker/internal/store/store_logic.test.hh"
 
+#include "broker/internal/codec/bin.test.hh"
 #include "broker/internal/codec/hex.hh"
 #include "broker/internal/store/clone.hh"
 #include "broker/internal/store/master.hh"
@@ -16,33 +17,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string unhex(std::string_view text) {
-  std::string out;
-  int high = -1;
-  for (auto c : text) {
-    if (c == ' ')
-      continue;
-    auto v = hex_value(c);
-    REQUIRE(v >= 0);
-    if (high < 0) {
-      high = v;
-    } else {
-      out.push_back(static_cast<char>(high * 16 + v));
-      high = -1;
-    }
-  }
-  return out;
-}
-
-std::string tohex(std::string_view bytes) {
-  std::string out;
-  for (auto c : bytes) {
-    auto b = static_cast<uint8_t>(c);
-    out.push_back(hex_digits[b >> 4]);
-    out.push_back(hex_digits[b & 0x0f]);
-  }
-  return out;
-}
+// Hex test vectors: the bin codec tests' helpers.
+using bin::test::from_hex;
+using bin::test::to_hex;
 
 /// For ids spelled right in this file (runs before any test: no REQUIRE here).
 endpoint_id parse_id(const char* text) {
@@ -74,7 +51,7 @@ std::vector<std::string> sent_since(const bus& net, size_t mark) {
   for (size_t i = mark; i < net.sent.size(); ++i) {
     auto& p = net.sent[i];
     auto suffix = p.topic.substr(p.topic.rfind('/') + 1);
-    result.push_back(suffix + " " + tohex(p.bytes));
+    result.push_back(suffix + " " + to_hex(p.bytes));
   }
   return result;
 }
@@ -101,7 +78,7 @@ TEST_CASE("a Broker clone attaches to our master, writes and gets answers, from 
   master->start(net.now);
   master->write(make_op_put("a", count{1}, std::nullopt, publisher), net.now); // Seq 2.
   auto feed = [&](const char* hex) {
-    master->handle(master_topic("s"), unhex(hex), net.now);
+    master->handle(master_topic("s"), from_hex(hex), net.now);
   };
   // 1. The clone's attach request: nack{[0]}.
   auto mark = net.sent.size();
@@ -160,7 +137,7 @@ TEST_CASE("our clone attaches to a Broker master, reads, writes and re-attaches,
   auto clone = make_clone_logic("s", {node_o, 1000}, fast_settings(), env);
   net.add(clone.get());
   auto feed = [&](const char* hex) {
-    clone->handle(clone_topic("s"), unhex(hex), net.now);
+    clone->handle(clone_topic("s"), from_hex(hex), net.now);
   };
   // 1. Start: nack{[0]} from the reader entity of attach 1, to no one in particular.
   auto mark = net.sent.size();
@@ -244,9 +221,9 @@ TEST_CASE("our clone ignores commands meant for other stores' entities", "[store
   clone->start(net.now);
   // An ack_clone for another clone (BC), and one for a reader attach we never made.
   clone->handle(clone_topic("s"),
-                unhex("0000000000000001 " HEX_BM HEX_BC "0c 0000000000000001 0005 00"), net.now);
+                from_hex("0000000000000001 " HEX_BM HEX_BC "0c 0000000000000001 0005 00"), net.now);
   clone->handle(clone_topic("s"),
-                unhex("0000000000000001 " HEX_BM HEX_OC_R2 "0c 0000000000000001 0005 00"),
+                from_hex("0000000000000001 " HEX_BM HEX_OC_R2 "0c 0000000000000001 0005 00"),
                 net.now);
   CHECK(!clone->ready());
   CHECK(clone->malformed() == 0);

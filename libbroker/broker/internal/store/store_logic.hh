@@ -1,6 +1,7 @@
 #pragma once
 
-// store_logic: what a data store's master or clone does, free of CAF and sockets (DESIGN §8).
+// store_logic: what a data store's master or clone does, free of CAF and sockets
+// (doc/architecture.md, "Data stores").
 // The store actor (store_actor.cc) owns one and drives it with command messages, API
 // requests and the time; the logic answers through its `env`. Unit tests drive two or more
 // of them through a fake bus. The master is master.hh, the clone clone.hh; this file holds

@@ -6,7 +6,7 @@
 //
 // A command is `seq u64 · sender entity · receiver entity · kind u8 · fields`, integers
 // big-endian, an entity being a 16-byte endpoint id and a u64 object id, a `data` field one
-// value in the binary encoding (spec/binary-data.md), an optional a flag byte (0/1) and the
+// value in the binary encoding (doc/protocol/binary.md), an optional a flag byte (0/1) and the
 // value. Fourteen kinds, numbered as Broker numbers them:
 //
 //   actions (master <-> clones, sequenced by a channel): put, put_unique, put_unique_result,

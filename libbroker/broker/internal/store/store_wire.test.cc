@@ -3,6 +3,7 @@
 
 #include "broker/internal/store/store_wire.hh"
 
+#include "broker/internal/codec/bin.test.hh"
 #include "broker/internal/codec/hex.hh"
 
 #include <catch2/catch.hpp>
@@ -16,34 +17,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string unhex(std::string_view text) {
-  std::string out;
-  int high = -1;
-  for (auto c : text) {
-    if (c == ' ')
-      continue;
-    auto v = hex_value(c);
-    REQUIRE(v >= 0);
-    if (high < 0) {
-      high = v;
-    } else {
-      out.push_back(static_cast<char>(high * 16 + v));
-      high = -1;
-    }
-  }
-  REQUIRE(high < 0);
-  return out;
-}
-
-std::string tohex(std::string_view bytes) {
-  std::string out;
-  for (auto c : bytes) {
-    auto b = static_cast<uint8_t>(c);
-    out.push_back(hex_digits[b >> 4]);
-    out.push_back(hex_digits[b & 0x0f]);
-  }
-  return out;
-}
+// Hex test vectors: the bin codec tests' helpers.
+using bin::test::from_hex;
+using bin::test::to_hex;
 
 /// For ids spelled right in this file (runs before any test: no REQUIRE here).
 endpoint_id parse_id(const char* text) {
@@ -132,10 +108,10 @@ bool contains(const std::string& text, std::string_view part) {
 TEST_CASE("store commands encode to Broker's bytes and decode back", "[store_wire]") {
   for (auto& v : vectors()) {
     INFO(v.name);
-    auto expected_bytes = unhex(v.hex);
+    auto expected_bytes = from_hex(v.hex);
     auto encoded = encode(v.cmd);
     REQUIRE(encoded);
-    CHECK(tohex(*encoded) == tohex(expected_bytes));
+    CHECK(to_hex(*encoded) == to_hex(expected_bytes));
     auto decoded = decode(expected_bytes);
     REQUIRE(decoded);
     CHECK(same(*decoded, v.cmd));
@@ -160,7 +136,7 @@ TEST_CASE("store command kinds carry Broker's tags", "[store_wire]") {
 TEST_CASE("every truncation of a store command is an error naming the offset",
           "[store_wire]") {
   for (auto& v : vectors()) {
-    auto bytes = unhex(v.hex);
+    auto bytes = from_hex(v.hex);
     for (size_t n = 0; n < bytes.size(); ++n) {
       INFO(v.name << ", first " << n << " bytes");
       auto text = error_text(std::string_view{bytes}.substr(0, n));
@@ -168,17 +144,17 @@ TEST_CASE("every truncation of a store command is an error naming the offset",
     }
   }
   CHECK(contains(error_text(""), "truncated seq at offset 0"));
-  CHECK(contains(error_text(unhex("0000000000000000 c055")), "truncated sender entity"));
+  CHECK(contains(error_text(from_hex("0000000000000000 c055")), "truncated sender entity"));
 }
 
 TEST_CASE("a store command with trailing bytes is rejected", "[store_wire]") {
-  auto bytes = unhex("0000000000000000 " HEX_M HEX_C "0a 0000000000000001") + '\0';
+  auto bytes = from_hex("0000000000000000 " HEX_M HEX_C "0a 0000000000000001") + '\0';
   CHECK(contains(error_text(bytes), "1 trailing bytes at offset 65"));
 }
 
 TEST_CASE("malformed store command fields are rejected with what was wrong", "[store_wire]") {
   auto head = [](const char* kind) {
-    return unhex(std::string{"0000000000000000 " HEX_C HEX_M} + kind);
+    return from_hex(std::string{"0000000000000000 " HEX_C HEX_M} + kind);
   };
   CHECK(contains(error_text(head("0e")), "unknown kind 14 at offset 56"));
   CHECK(contains(error_text(head("ff")), "unknown kind 255"));
@@ -202,7 +178,7 @@ TEST_CASE("malformed store command fields are rejected with what was wrong", "[s
 
 TEST_CASE("an ack_clone that repeats a snapshot key is rejected, as Broker does",
           "[store_wire]") {
-  auto bytes = unhex("0000000000000001 " HEX_M HEX_C
+  auto bytes = from_hex("0000000000000001 " HEX_M HEX_C
                      "0c 0000000000000001 0005 03 050161 00 050162 00 050161 0101");
   CHECK(contains(error_text(bytes), "duplicate snapshot key at offset"));
 }
@@ -212,7 +188,7 @@ TEST_CASE("deeply nested values inside a store command are bounded", "[store_wir
   for (int i = 0; i < 200; ++i)
     key += "\x0e\x01"; // vector of one element, 200 levels
   key.push_back('\0');
-  auto bytes = unhex("0000000000000005 " HEX_M HEX_NIL "03") + key + unhex(HEX_C);
+  auto bytes = from_hex("0000000000000005 " HEX_M HEX_NIL "03") + key + from_hex(HEX_C);
   CHECK(contains(error_text(bytes), "nesting deeper than 128"));
   auto shallow = decode(bytes, 256);
   CHECK(shallow);
@@ -231,7 +207,7 @@ TEST_CASE("decoding random and mutated bytes as store commands never crashes",
       for (auto& c : bytes)
         c = static_cast<char>(rng());
     } else {
-      bytes = unhex(samples[rng() % samples.size()].hex);
+      bytes = from_hex(samples[rng() % samples.size()].hex);
       auto flips = 1 + rng() % 3;
       for (size_t i = 0; i < flips; ++i)
         bytes[rng() % bytes.size()] = static_cast<char>(rng());
@@ -251,7 +227,7 @@ TEST_CASE("decoding random and mutated bytes as store commands never crashes",
     auto back = decode(*again);
     REQUIRE(back);
     if (!same(*back, *result))
-      FAIL("re-encoding changes " << tohex(bytes));
+      FAIL("re-encoding changes " << to_hex(bytes));
   }
   CHECK(accepted > 0);
 }

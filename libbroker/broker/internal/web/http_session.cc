@@ -28,7 +28,7 @@ namespace {
 
 constexpr std::string_view component = "web-socket";
 
-/// The only WebSocket path (spec §2).
+/// The only WebSocket path (doc/protocol/websocket.md §2).
 constexpr std::string_view ws_path = "/v1/messages/json";
 
 /// The paths of metrics servers.
@@ -39,7 +39,7 @@ constexpr std::string_view status_path = "/v1/status";
 /// without the missing ones (Prometheus scrapes time out after 10 s by default).
 constexpr auto snapshot_deadline = std::chrono::seconds{3};
 
-/// Header blocks up to this size are accepted (spec §2: SHOULD at least 8 KiB).
+/// Header blocks up to this size are accepted (doc/protocol/websocket.md §2; Broker: 2 KiB).
 constexpr uint32_t max_header_size = 16 * 1024;
 
 /// Plain HTTP requests carry no meaningful body here.
@@ -271,7 +271,8 @@ void http_session::upgrade() {
     return;
   }
   timer_.cancel();
-  // Exactly Broker's lines (spec §2): no subprotocol, no extensions, no Server header.
+  // Exactly Broker's lines (doc/protocol/websocket.md §2): no subprotocol, no extensions, no Server
+  // header.
   std::string response = "HTTP/1.1 101 Switching Protocols\r\n"
                          "Upgrade: websocket\r\n"
                          "Connection: Upgrade\r\n"

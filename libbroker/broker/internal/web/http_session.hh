@@ -1,7 +1,7 @@
 #pragma once
 
 // http_session: one accepted connection until it is either answered as plain HTTP or
-// upgraded to a WebSocket (spec/websocket-v1.md §2).
+// upgraded to a WebSocket (doc/protocol/websocket.md §2).
 //
 // Owner: runs on its connection's strand; pending operations keep it alive.
 //
@@ -13,7 +13,7 @@
 //      build the 101 answer and hand the stream, with any bytes read past the request, to a
 //      ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
 //      files of the web view (page.hh) at /; the numbers come from a node_snapshot
-//      (snapshot.hh), collected without blocking this strand. Anything else: the spec's 400
+//      (snapshot.hh), collected without blocking this strand. Anything else: Broker's 400
 //      (WebSocket servers), or 404.
 
 #include "broker/internal/io/stream.hh"

@@ -94,8 +94,8 @@ http_server::start(io_runtime& io, std::shared_ptr<core_runtime> rt,
   auto srv = std::make_shared<server_impl>(io, std::move(rt), std::move(next_id),
                                            std::move(opts));
   if (srv->opts.web_socket) {
-    // The same settings as peering (spec §1): wss:// whenever the runtime has a TLS
-    // context, and a broken setup is an error here too.
+    // The same settings as peering (doc/protocol/websocket.md §1): wss:// whenever the runtime has
+    // a TLS context, and a broken setup is an error here too.
     auto tls = io.tls();
     if (!tls)
       return tls.error_value();

@@ -1,6 +1,6 @@
 #pragma once
 
-// http_server: Broker's WebSocket JSON API v1 (spec/websocket-v1.md) and the HTTP endpoint
+// http_server: Broker's WebSocket JSON API v1 (doc/protocol/websocket.md) and the HTTP endpoint
 // for metrics, on the endpoint's I/O runtime.
 //
 // Threads: every connection is a strand of the runtime's io_context; the core is reached

@@ -1,6 +1,7 @@
 #pragma once
 
-// The WebSocket framing of RFC 6455 for our server (spec/websocket-v1.md §3), as a pure codec:
+// The WebSocket framing of RFC 6455 for our server (doc/protocol/websocket.md §3), as a pure
+// codec:
 // bytes in, events out; frame headers out. No sockets, no threads.
 //
 // Owner: one WebSocket session, on its strand; no locking.

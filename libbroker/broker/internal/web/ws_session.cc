@@ -216,7 +216,8 @@ void ws_session::on_first_message(std::string_view text) {
   att.port = port_;
   att.queue = out_;
   att.inbox = in_;
-  // The ack goes out only after the core subscribed us (spec §4.2 fix); the task keeps
+  // The ack goes out only after the core subscribed us (doc/protocol/websocket.md §4.2; Broker
+  // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
   phase_ = phase::attaching;

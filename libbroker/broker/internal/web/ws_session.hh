@@ -1,6 +1,6 @@
 #pragma once
 
-// ws_session: one WebSocket client of the JSON API v1 (spec/websocket-v1.md §3-§8).
+// ws_session: one WebSocket client of the JSON API v1 (doc/protocol/websocket.md §3-§8).
 //
 // Owner: the session runs on its connection's strand; the server's session table and the
 // handlers of pending operations keep it alive. Other threads reach it only through posts
