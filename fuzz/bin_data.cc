@@ -1,4 +1,4 @@
-// Fuzz target: the binary data codec (codec/bin, spec binary-data.md), the decoder of every
+// Fuzz target: the binary data codec (codec/bin, doc/protocol/binary.md), the decoder of every
 // data-message payload a peer sends. Checks (codec_checks.hh): decode and decode_prefix agree,
 // decode -> encode -> decode is the identity on values and a fixed point on bytes, the
 // encoding is no longer than the input, and the JSON encoding of every decoded value decodes

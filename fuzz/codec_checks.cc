@@ -15,7 +15,7 @@ namespace json = internal::json;
 
 namespace {
 
-// The earliest timestamp whose JSON text (floored to the millisecond, §6.7) parses back:
+// The earliest timestamp whose JSON text (floored to the millisecond, doc/protocol/websocket.md §6.7) parses back:
 // the int64 minimum rounded up to a whole millisecond. json.test.cc documents the gap.
 constexpr int64_t earliest_printable_ns = -9'223'372'036'854'000'000;
 

@@ -23,7 +23,7 @@ std::optional<data> check_bin_decode(std::string_view bytes, size_t max_depth);
 /// True if the JSON decoder may reject our own encoding of `x` with `status`: JSON keeps
 /// timestamps to the millisecond and replaces invalid UTF-8, so distinct values may encode
 /// alike (a duplicate set element or table key), and a timestamp within a millisecond of the
-/// int64 minimum prints as a time before it (spec §6.7, documented in json.test.cc).
+/// int64 minimum prints as a time before it (doc/protocol/websocket.md §6.7, documented in json.test.cc).
 bool json_may_reject(const data& x, internal::json::decode_status status);
 
 /// Checks that the JSON encoding of `x` decodes (but see json_may_reject()), and that after

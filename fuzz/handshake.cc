@@ -1,7 +1,7 @@
 // Fuzz target: the peering handshake state machine (peering/handshake) driven by a hostile
 // remote. Input: [control][byte stream from the remote...]. Control bits:
 //   0    our role: dialer (0) or acceptor (1)
-//   1-2  our id: B, P0, PF or B2 (spec §11), so we end up originator or responder
+//   1-2  our id: B, P0, PF or B2 (doc/protocol/peering.md §12), so we end up originator or responder
 //   3-5  the owner's decision when the machine commits (proceed, pause, ...; modulo 5)
 //   6    a paused handshake is dropped at once (1) or after the remaining frames (0)
 //   7    our filter is empty (0) or three topics (1)

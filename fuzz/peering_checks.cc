@@ -57,7 +57,7 @@ void check_ping(const wire::node_message_view& ping) {
   FUZZ_CHECK(pong);
   FUZZ_CHECK(pong->type == wire::message_type::pong);
   FUZZ_CHECK(pong->receiver == ping.sender);
-  // Byte-identical (spec §6.4), except our answer to the origin-v1 probe.
+  // Byte-identical (doc/protocol/peering.md §5.5), except our answer to the origin-v1 probe.
   if (ping.payload == wire::ext_probe_query)
     FUZZ_CHECK(pong->payload == wire::ext_probe_answer);
   else

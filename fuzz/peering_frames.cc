@@ -25,7 +25,7 @@ namespace {
 
 constexpr uint32_t frame_limits[] = {wire::default_max_frame_size, 16, 1024, 65536};
 
-// The frame rules of spec §1 applied to the whole stream at once.
+// The frame rules of doc/protocol/peering.md §1 applied to the whole stream at once.
 class reference_reader {
 public:
   reference_reader(std::string_view stream, uint32_t limit) : in_(stream), limit_(limit) {}

@@ -28,7 +28,7 @@ std::string node(const endpoint_id& sender, const endpoint_id& receiver,
   return out;
 }
 
-// The values of the §11.3 data frames.
+// The values of the data frames of doc/protocol/peering.md §12.
 constexpr const char* event_hex = "0e030200000000000000010200000000000000010e0205076576656e"
                                   "745f310e0203000000000000002a050474657374";
 constexpr const char* all_types_hex =
