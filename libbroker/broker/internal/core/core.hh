@@ -236,6 +236,12 @@ private:
   void local_filter_add(const filter_type& xs);
   void local_filter_remove(const filter_type& xs);
   void announce();
+  /// Per prefix that peers want (reserved ones excluded), how many peers want it; empty
+  /// with disable_forwarding.
+  std::map<topic, size_t> forwarded_prefixes() const;
+  /// What we announce to the peer `to` (nullptr: a new peer) given forwarded_prefixes().
+  filter_type announcement_from(const std::map<topic, size_t>& forwarded,
+                                const handler* to) const;
   void resume_parked();
   bool route(const data_message& msg, const source_state* src, uint64_t source_id,
              bool may_park);

@@ -49,6 +49,7 @@ public:
 
   /// The prefixes this handler is subscribed to (kept by the core), sorted.
   std::set<topic>& filter() noexcept { return filter_; }
+  const std::set<topic>& filter() const noexcept { return filter_; }
 
   /// Messages waiting in the sink, not counting staged ones.
   virtual size_t buffered() const noexcept = 0;
