@@ -107,9 +107,11 @@ def test_ping_pong(binary):
         check(len(summary) == 1 and "sent=%d received=%d lost=0" % (PINGS, PINGS) in summary[0],
               "summary: %s" % summary)
         # Ping 0 is the rendezvous (repeated until answered); 1..PINGS are measured.
-        pings = pong.matching(lambda l: l.startswith('received /pp ("ping", ')
-                              and not l.startswith('received /pp ("ping", 0, '))
-        check(len(pings) == PINGS, "the ponger saw %d pings: %s" % (PINGS, pings))
+        # The ponger answers before its -v line reaches us: wait for the lines (bounded).
+        pings = pong.wait_count(lambda l: l.startswith('received /pp ("ping", ')
+                                and not l.startswith('received /pp ("ping", 0, '), PINGS,
+                                what="the ponger's received lines of pings 1..%d" % PINGS)
+        check(len(pings) == PINGS, "the ponger saw %d pings: %s" % (len(pings), pings))
         check(("x" * PAYLOAD_SIZE) in pings[0], "the ping carries the payload")
 
 
