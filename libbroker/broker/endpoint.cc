@@ -5,10 +5,11 @@
 #include "broker/internal/config/operations_options.hh"
 #include "broker/internal/node_probe.hh"
 
+#include "broker/internal/core/local_queue.hh"
+#include "broker/internal/core/local_source.hh"
+
 #include <future>
 #include <thread>
-#include "broker/internal/core/local_queue.hh"
-#include "broker/internal/core/source_inbox.hh"
 
 namespace broker {
 
@@ -25,15 +26,12 @@ error reserved_topic(const std::string& name) {
                "cannot publish to reserved topic \"" + name + "\" (prefix <$> is internal)"};
 }
 
-/// Creates, registers and returns the source inbox of a publisher or hub.
-std::shared_ptr<internal::source_inbox>
-attach_source(internal::core_runtime& rt, uint64_t id,
-              size_t capacity) {
-  auto inbox = std::make_shared<internal::source_inbox>(id, capacity);
-  inbox->on_wake(rt.wake_callback(id));
-  if (!rt.run([inbox](core_state& st) { st.add_source(inbox); }))
-    inbox->close();
-  return inbox;
+/// Creates and registers the source of a publisher or hub (its statistics go to the core).
+std::shared_ptr<internal::local_source> attach_source(internal::core_runtime& rt,
+                                                      uint64_t id) {
+  auto src = std::make_shared<internal::local_source>(rt.routing(), id);
+  rt.post([id, stats = src->stats()](core_state& st) { st.add_source(id, stats); });
+  return src;
 }
 
 /// Creates, registers and returns the queue of a subscriber or hub; subscribed when this
@@ -50,9 +48,8 @@ attach_queue(internal::endpoint_context& ctx, uint64_t id, handler_kind kind,
     queue->close();
     return queue;
   }
-  queue->on_room(rt->room_callback(id));
   bool ok = rt->run([queue, id, kind, filter](core_state& st) {
-    st.add_handler(std::make_unique<internal::local_handler>(id, kind, queue), filter);
+    st.add_handler(std::make_shared<internal::local_handler>(id, kind, queue), filter);
   });
   if (!ok)
     queue->close();
@@ -73,7 +70,7 @@ endpoint::endpoint(configuration cfg) {
   auto lg = std::make_shared<internal::logger>(
     ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
   internal::apply_log_file(*lg, conf, id); // An error is logged; the endpoint runs on.
-  internal::core_options opts;
+  internal::router_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();
   opts.disable_forwarding = conf.disable_forwarding();
@@ -81,8 +78,7 @@ endpoint::endpoint(configuration cfg) {
   auto rt = std::make_shared<internal::core_runtime>(std::move(opts),
                                                      ctx_->config().scheduler_max_threads());
   // The endpoint's own publish() calls form one source (id 1 is never handed out again).
-  auto own_id = ctx_->next_id();
-  own_ = attach_source(*rt, own_id, ctx_->config().publisher_buffer_size());
+  own_ = attach_source(*rt, ctx_->next_id());
   auto ctx = ctx_;
   auto io = std::make_shared<internal::io_runtime>(conf, std::move(lg));
   auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
@@ -134,14 +130,12 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.version = BROKER_VERSION_STRING;
   opts.buffer_size = conf.web_socket_buffer_size();
   opts.policy = conf.web_socket_overflow_policy();
-  opts.inbox_capacity = conf.publisher_buffer_size();
   opts.max_depth = conf.max_nesting_depth();
   opts.max_clients = conf.web_socket_max_clients();
   opts.max_message_size = conf.web_socket_max_message_size();
   opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
   opts.max_subscriptions = conf.web_socket_max_subscriptions();
   opts.max_control_bytes = conf.max_pending_control_bytes();
-  opts.max_input_bytes = conf.max_input_bytes();
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
@@ -187,7 +181,7 @@ error endpoint::publish(topic t, data value) {
 error endpoint::publish(data_message msg) {
   if (is_reserved_topic(msg.topic()))
     return reserved_topic(msg.topic());
-  if (!own_->push_one(std::move(msg), std::chrono::milliseconds{-1}))
+  if (!own_->publish(&msg, 1, std::chrono::milliseconds{-1}))
     return shutting_down();
   return {};
 }
@@ -196,7 +190,7 @@ error endpoint::publish(std::vector<data_message> batch) {
   for (auto& msg : batch)
     if (is_reserved_topic(msg.topic()))
       return reserved_topic(msg.topic());
-  if (!own_->push(batch, std::chrono::milliseconds{-1}))
+  if (!own_->publish(batch, std::chrono::milliseconds{-1}))
     return shutting_down();
   return {};
 }
@@ -209,8 +203,7 @@ expected<publisher> endpoint::make_publisher(topic t, size_t capacity) {
     return shutting_down();
   if (capacity == 0)
     capacity = ctx_->config().publisher_buffer_size();
-  auto inbox = attach_source(*rt, ctx_->next_id(), capacity);
-  return publisher{ctx_, std::move(inbox), std::move(t)};
+  return publisher{ctx_, attach_source(*rt, ctx_->next_id()), std::move(t), capacity};
 }
 
 subscriber endpoint::make_subscriber(filter_type filter, queue_options opts) {
@@ -234,14 +227,10 @@ hub endpoint::make_hub(filter_type filter, queue_options opts) {
   auto id = ctx_->next_id();
   auto queue = attach_queue(*ctx_, id, handler_kind::hub, filter, opts);
   subscriber sub{ctx_, std::move(queue), id, std::move(filter)};
-  std::shared_ptr<internal::source_inbox> inbox;
-  if (auto rt = ctx_->runtime()) {
-    inbox = attach_source(*rt, id, ctx_->config().publisher_buffer_size());
-  } else {
-    inbox = std::make_shared<internal::source_inbox>(id, 1);
-    inbox->close();
-  }
-  return hub{std::move(sub), std::move(inbox)};
+  std::shared_ptr<internal::local_source> src; // Stays null after shutdown.
+  if (auto rt = ctx_->runtime())
+    src = attach_source(*rt, id);
+  return hub{std::move(sub), std::move(src)};
 }
 
 filter_type endpoint::filter() const {
@@ -307,8 +296,9 @@ filter_type endpoint::peer_subscriptions() const {
 void endpoint::shutdown() {
   for (auto& srv : ctx_->stop_servers())
     srv->stop();
-  // A round trip through the core's mailbox: everything published before this call has
-  // been routed into the peers' send queues when it returns, so the BYE below follows it.
+  // A round trip through the core's mailbox: the tasks posted before this call (a
+  // subscription, a peering's routing update) have run when it returns. Published messages
+  // are already in the peers' send queues: publishing routes them.
   if (auto rt = ctx_->runtime())
     rt->run([](core_state&) {});
   // Stores stop before the actor system goes away (it waits for every actor).

@@ -35,7 +35,7 @@
 namespace broker {
 
 namespace internal {
-class source_inbox;
+class local_source;
 } // namespace internal
 
 /// Per-call settings of a subscriber or hub queue; unset fields take the configuration's
@@ -73,18 +73,19 @@ public:
 
   // -- publishing ---------------------------------------------------------------------
 
-  /// Publishes `value` on `t`. Blocks while the endpoint's own publish window is full.
+  /// Publishes `value` on `t`, routed on the calling thread. Blocks while a `block`
+  /// receiver is full.
   /// Errors: ec::invalid_topic for reserved "<$>" topics, ec::shutting_down after shutdown.
   error publish(topic t, data value);
 
   /// Publishes a prebuilt message.
   error publish(data_message msg);
 
-  /// Publishes a batch in order (one core wakeup for the whole batch).
+  /// Publishes a batch in order (one lookup per run of messages with the same topic).
   error publish(std::vector<data_message> batch);
 
-  /// A publisher for topic `t` with a window of `capacity` messages (0: the
-  /// broker.publisher-buffer-size option). Errors as for publish().
+  /// A publisher for topic `t` (`capacity` 0: the broker.publisher-buffer-size option;
+  /// see publisher::capacity()). Errors as for publish().
   expected<publisher> make_publisher(topic t, size_t capacity = 0);
 
   // -- subscribing --------------------------------------------------------------------
@@ -175,8 +176,8 @@ public:
 
 private:
   std::shared_ptr<internal::endpoint_context> ctx_;
-  /// The source behind publish(): one inbox, so calls from one thread stay in order.
-  std::shared_ptr<internal::source_inbox> own_;
+  /// The source behind publish(): calls from one thread stay in order.
+  std::shared_ptr<internal::local_source> own_;
   error startup_error_;
 };
 

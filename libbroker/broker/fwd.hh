@@ -23,7 +23,7 @@ class topic;
 namespace internal {
 class endpoint_context;
 class local_queue;
-class source_inbox;
+class local_source;
 } // namespace internal
 
 } // namespace broker

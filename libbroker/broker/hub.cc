@@ -1,15 +1,15 @@
 #include "broker/hub.hh"
 
 #include "broker/internal/endpoint_context.hh"
-#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/core/local_source.hh"
 
 namespace broker {
 
 void detach_source(const std::shared_ptr<internal::endpoint_context>& ctx,
-                   const std::shared_ptr<internal::source_inbox>& inbox);
+                   const std::shared_ptr<internal::local_source>& src);
 
-hub::hub(subscriber sub, std::shared_ptr<internal::source_inbox> inbox)
-  : sub_(std::move(sub)), inbox_(std::move(inbox)) {
+hub::hub(subscriber sub, std::shared_ptr<internal::local_source> src)
+  : sub_(std::move(sub)), src_(std::move(src)) {
 }
 
 hub::hub(hub&&) noexcept = default;
@@ -18,7 +18,7 @@ hub& hub::operator=(hub&& other) noexcept {
   if (this != &other) {
     reset();
     sub_ = std::move(other.sub_);
-    inbox_ = std::move(other.inbox_);
+    src_ = std::move(other.src_);
   }
   return *this;
 }
@@ -28,8 +28,8 @@ hub::~hub() {
 }
 
 void hub::reset() {
-  detach_source(sub_.ctx_, inbox_);
-  inbox_.reset();
+  detach_source(sub_.ctx_, src_);
+  src_.reset();
   sub_.reset();
 }
 
@@ -44,7 +44,7 @@ error hub::publish(std::vector<data_message> batch) {
     if (is_reserved_topic(msg.topic()))
       return error{ec::invalid_topic, "cannot publish to reserved topic \"" + msg.topic()
                                         + "\" (prefix <$> is internal)"};
-  if (!inbox_ || !inbox_->push(batch, std::chrono::milliseconds{-1}))
+  if (!src_ || !src_->publish(batch, std::chrono::milliseconds{-1}))
     return error{ec::shutting_down, "the endpoint has shut down"};
   return {};
 }

@@ -35,7 +35,7 @@ public:
 
   // -- producing ------------------------------------------------------------------
 
-  /// Publishes on any (non-reserved) topic; blocks while the hub's window is full.
+  /// Publishes on any (non-reserved) topic; blocks while a `block` receiver is full.
   error publish(topic t, data value);
 
   /// Publishes a batch in order.
@@ -47,10 +47,10 @@ public:
 private:
   friend class endpoint;
 
-  hub(subscriber sub, std::shared_ptr<internal::source_inbox> inbox);
+  hub(subscriber sub, std::shared_ptr<internal::local_source> src);
 
   subscriber sub_;
-  std::shared_ptr<internal::source_inbox> inbox_;
+  std::shared_ptr<internal::local_source> src_;
 };
 
 } // namespace broker

@@ -1,11 +1,12 @@
 #pragma once
 
-// publisher: publishes on one topic through a bounded window.
+// publisher: publishes on one topic.
 //
-// The window (capacity) bounds the messages that are queued for, or being routed by, the
-// core. publish() blocks while the window is full; that happens when a subscriber with the
-// `block` policy is full, so back-pressure reaches the publishing thread. try_publish()
-// never blocks. A publisher's messages reach each sink in publication order.
+// publish() routes on the calling thread: when it returns, the messages are in the queues
+// of every matching receiver (local subscribers, peers, WebSocket clients). It blocks while
+// a receiver with the `block` policy is full, so back-pressure reaches the publishing
+// thread; try_publish() never blocks. A publisher's messages reach each receiver in
+// publication order.
 
 #include "broker/error.hh"
 #include "broker/export.hh"
@@ -21,7 +22,7 @@
 namespace broker {
 
 namespace internal {
-class source_inbox;
+class local_source;
 } // namespace internal
 
 /// See the file comment.
@@ -32,21 +33,24 @@ public:
   /// Whatever was published is still delivered; then the publisher detaches.
   ~publisher();
 
-  /// Publishes one value; blocks while the window is full. Fails (ec::shutting_down) only
-  /// after the endpoint shut down.
+  /// Publishes one value; blocks while a `block` receiver is full. Fails
+  /// (ec::shutting_down) only after the endpoint shut down.
   error publish(data value);
 
-  /// Publishes several values in order, as one batch where the window allows.
+  /// Publishes several values in order, as one batch (one lookup per run of them).
   error publish(std::vector<data> values);
 
-  /// Publishes if the window has room; returns false (and publishes nothing) otherwise.
+  /// Publishes if no `block` receiver is full; returns false (and publishes nothing)
+  /// otherwise.
   bool try_publish(data value);
 
-  /// The window size and its free part.
+  /// What make_publisher() was given (default broker.publisher-buffer-size), as in
+  /// Broker's API. Messages are routed when published, so nothing waits in a window:
+  /// free_capacity() is capacity() minus buffered().
   size_t capacity() const noexcept;
   size_t free_capacity() const;
 
-  /// Messages queued or in flight.
+  /// Messages of a blocked publish() call that still wait for room.
   size_t buffered() const;
 
   const topic& get_topic() const noexcept { return topic_; }
@@ -58,11 +62,12 @@ private:
   friend class endpoint;
 
   publisher(std::shared_ptr<internal::endpoint_context> ctx,
-            std::shared_ptr<internal::source_inbox> inbox, topic t);
+            std::shared_ptr<internal::local_source> src, topic t, size_t capacity);
 
   std::shared_ptr<internal::endpoint_context> ctx_;
-  std::shared_ptr<internal::source_inbox> inbox_;
+  std::shared_ptr<internal::local_source> src_;
   topic topic_;
+  size_t capacity_ = 0;
 };
 
 } // namespace broker

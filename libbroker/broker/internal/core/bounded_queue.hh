@@ -52,16 +52,23 @@ public:
 
   /// Appends the n items at `xs` (moved from) under the policy; see the file comment.
   push_result push(T* xs, size_t n) {
+    return push_n(n, [xs](size_t i) { return std::move(xs[i]); });
+  }
+
+  /// Like push(), for items made on demand: `make(i)` builds offered item i (0 <= i < n)
+  /// and is called only for the items that enter, in order.
+  template <class F>
+  push_result push_n(size_t n, F&& make) {
     push_result result;
     switch (policy_) {
       case overflow_policy::block:
-        append(xs, n);
+        append(0, n, make);
         result.accepted = n;
         break;
       case overflow_policy::drop_newest:
       case overflow_policy::disconnect: {
         auto k = std::min(room(), n);
-        append(xs, k);
+        append(0, k, make);
         result.accepted = k;
         result.dropped = n - k;
         result.disconnected = policy_ == overflow_policy::disconnect && k < n;
@@ -76,7 +83,7 @@ public:
           pop_front(evict);
           result.dropped += evict;
         }
-        append(xs + first, incoming);
+        append(first, n, make);
         result.accepted = n; // Every offered item entered; evictions count as drops.
         break;
       }
@@ -110,8 +117,10 @@ public:
   }
 
 private:
-  void append(T* xs, size_t n) {
-    items_.insert(items_.end(), std::make_move_iterator(xs), std::make_move_iterator(xs + n));
+  template <class F>
+  void append(size_t first, size_t last, F& make) {
+    for (auto i = first; i < last; ++i)
+      items_.push_back(make(i));
   }
 
   void pop_front(size_t n) {

@@ -1,5 +1,5 @@
-// Drives core_state by hand (no actor, no threads) to pin down exactly which messages each
-// overflow policy delivers, drops or blocks.
+// Drives core_state and its router by hand (no actor, no threads) to pin down exactly which
+// messages each overflow policy delivers, drops or blocks.
 
 #include "broker/internal/core/core.hh"
 
@@ -13,28 +13,60 @@ namespace {
 constexpr uint64_t pub_id = 100;
 
 struct fixture {
-  core_state core{core_options{endpoint_id::random(), 1024}};
-  std::shared_ptr<source_inbox> inbox = std::make_shared<source_inbox>(pub_id, 1000);
-  int room_signals = 0;
+  fixture() : core(id, make_router()) {
+    // The router reports overflows from the routing thread; the test applies them after
+    // the route() call, as the core actor would run the posted task.
+    routing->on_disconnect([this](uint64_t id) { overflowed.push_back(id); });
+  }
 
-  fixture() { core.add_source(inbox); }
+  std::shared_ptr<router> make_router() {
+    router_options opts;
+    opts.id = id;
+    routing = std::make_shared<router>(opts);
+    return routing;
+  }
 
-  std::shared_ptr<local_queue> add_sink(uint64_t id, size_t capacity, overflow_policy policy,
+  std::shared_ptr<local_queue> add_sink(uint64_t hid, size_t capacity, overflow_policy policy,
                                         filter_type filter,
                                         handler_kind kind = handler_kind::subscriber) {
     auto q = std::make_shared<local_queue>(capacity, policy);
-    q->on_room([this] { ++room_signals; });
-    core.add_handler(std::make_unique<local_handler>(id, kind, q), std::move(filter));
+    core.add_handler(std::make_shared<local_handler>(hid, kind, q), std::move(filter));
+    core.commit();
     return q;
   }
 
-  void publish_range(int first, int last, const std::string& topic = "/t") {
-    std::vector<data_message> xs;
-    for (int i = first; i <= last; ++i)
-      xs.emplace_back(topic, data{i});
-    inbox->push(xs, std::chrono::milliseconds{0});
-    core.on_wake(pub_id);
+  /// Routes `xs` from `pos` as a local publisher would; applies overflows afterwards.
+  route_status route(std::vector<data_message>& xs, size_t& pos) {
+    auto res = routing->route(route_source{pub_id, source_kind::local}, xs.data(), xs.size(),
+                              pos, [this] { ++room_signals; });
+    for (auto hid : std::exchange(overflowed, {}))
+      core.on_overflow(hid);
+    core.commit();
+    return res;
   }
+
+  /// Publishes first..last on `topic`; returns where routing stopped.
+  size_t publish_range(int first, int last, const std::string& topic = "/t") {
+    pending.clear();
+    for (int i = first; i <= last; ++i)
+      pending.emplace_back(topic, data{i});
+    pos = 0;
+    route(pending, pos);
+    return pos;
+  }
+
+  /// Continues a publish_range() that parked.
+  route_status resume() {
+    return route(pending, pos);
+  }
+
+  endpoint_id id = endpoint_id::random();
+  std::shared_ptr<router> routing;
+  core_state core;
+  std::vector<uint64_t> overflowed;
+  std::vector<data_message> pending;
+  size_t pos = 0;
+  int room_signals = 0;
 };
 
 std::vector<int> drain(local_queue& q) {
@@ -112,56 +144,39 @@ TEST_CASE("block parks the source when the queue is full and resumes it on room"
   fixture f;
   auto q = f.add_sink(1, 8, overflow_policy::block, {"/t"});
   auto other = f.add_sink(2, 100, overflow_policy::drop_newest, {"/t"});
-  f.publish_range(0, 20);
-  auto m = f.core.metrics();
-  CHECK(m.suspended_sources == 1);
+  CHECK(f.publish_range(0, 20) == 8);
+  CHECK(f.core.metrics().suspensions == 1);
   CHECK(q->size() == 8);
   // Per-source order: the other sink got no further than the blocked one.
   CHECK(other->size() == 8);
-  // The source's window still holds what was not delivered.
-  CHECK(f.inbox->buffered() == 13);
-  // Popping down to the low-water mark signals room exactly once.
+  // Popping down to the low-water mark (half the capacity) signals room exactly once.
   std::vector<data_message> tmp;
   q->pop(tmp, 3);
   CHECK(f.room_signals == 0);
   q->pop(tmp, 1);
   CHECK(f.room_signals == 1);
-  f.core.on_room(1);
-  CHECK(q->size() == 8);
-  auto got = drain(*q);
-  CHECK(got == range(4, 11));
-  f.core.on_room(1);
-  got = drain(*q);
-  CHECK(got == range(12, 19));
-  f.core.on_room(1);
+  CHECK(f.resume() == route_status::parked);
+  CHECK(drain(*q) == range(4, 11));
+  CHECK(f.resume() == route_status::parked);
+  CHECK(drain(*q) == range(12, 19));
+  CHECK(f.resume() == route_status::done);
   CHECK(drain(*q) == range(20, 20));
-  CHECK(f.core.metrics().suspended_sources == 0);
   CHECK(drain(*other) == range(0, 20));
-  CHECK(f.inbox->buffered() == 0);
   CHECK(f.core.metrics().dropped(handler_kind::subscriber, overflow_policy::block) == 0);
 }
 
-TEST_CASE("a wake for a parked source is remembered and served after it resumes",
-          "[core]") {
-  fixture f;
-  auto q = f.add_sink(1, 4, overflow_policy::block, {"/t"});
-  f.publish_range(0, 5);   // 0..3 delivered, parked at 4.
-  f.publish_range(6, 7);   // Arrives while parked.
-  CHECK(drain(*q) == range(0, 3));
-  f.core.on_room(1);
-  CHECK(drain(*q) == range(4, 7));
-  CHECK(f.core.metrics().suspended_sources == 0);
-}
-
-TEST_CASE("removing the handler a source is parked on resumes the source", "[core]") {
+TEST_CASE("removing the handler a source is parked on wakes the source", "[core]") {
   fixture f;
   auto q = f.add_sink(1, 2, overflow_policy::block, {"/t"});
   auto other = f.add_sink(2, 100, overflow_policy::drop_newest, {"/t"});
   f.publish_range(0, 9);
   CHECK(other->size() == 2);
   f.core.remove_handler(1);
-  CHECK(drain(*other) == range(0, 9));
+  f.core.commit();
+  CHECK(f.room_signals == 1);
   CHECK(q->closed());
+  CHECK(f.resume() == route_status::done);
+  CHECK(drain(*other) == range(0, 9));
 }
 
 TEST_CASE("a handler never receives messages from its own source", "[core]") {
@@ -200,7 +215,6 @@ TEST_CASE("messages nobody subscribes to are counted as unrouted", "[core]") {
   auto m = f.core.metrics();
   CHECK(m.unrouted == 5);
   CHECK(m.processed == 5);
-  CHECK(f.inbox->buffered() == 0);
 }
 
 TEST_CASE("subscribe and unsubscribe at runtime change what a handler receives",
@@ -210,12 +224,25 @@ TEST_CASE("subscribe and unsubscribe at runtime change what a handler receives",
   f.publish_range(0, 0, "/b");
   CHECK(q->size() == 0);
   f.core.subscribe(1, {"/b"});
+  f.core.commit();
   f.publish_range(1, 1, "/b");
   CHECK(drain(*q) == range(1, 1));
   f.core.unsubscribe(1, {"/a", "/b"});
+  f.core.commit();
   f.publish_range(2, 2, "/a");
   f.publish_range(3, 3, "/b");
   CHECK(q->size() == 0);
+}
+
+TEST_CASE("a change reaches routing only when the core commits it", "[core]") {
+  fixture f;
+  auto q = f.add_sink(1, 10, overflow_policy::block, {"/a"});
+  f.core.subscribe(1, {"/b"});
+  f.publish_range(0, 0, "/b"); // Not committed yet: the published snapshot has no /b.
+  CHECK(q->size() == 0);
+  f.core.commit();
+  f.publish_range(1, 1, "/b");
+  CHECK(drain(*q) == range(1, 1));
 }
 
 TEST_CASE("the core's filter is the minimized union without internal topics", "[core]") {
@@ -231,37 +258,36 @@ TEST_CASE("core events never block: a full block sink drops them and counts it",
   auto q = f.add_sink(1, 1, overflow_policy::block, {topic{topic::errors}});
   f.core.emit_error(error{ec::unspecified, "one"});
   f.core.emit_error(error{ec::unspecified, "two"});
-  f.core.settle();
+  f.core.commit();
   CHECK(q->size() == 1);
   CHECK(f.core.metrics().dropped(handler_kind::subscriber, overflow_policy::drop_newest) == 1);
 }
 
-TEST_CASE("a removed source still delivers what it had pending", "[core]") {
+TEST_CASE("after shutdown nothing routes and waiting sources are woken", "[core]") {
   fixture f;
-  auto q = f.add_sink(1, 100, overflow_policy::block, {"/t"});
-  std::vector<data_message> xs;
-  for (int i = 0; i < 5; ++i)
-    xs.emplace_back("/t", data{i});
-  f.inbox->push(xs, std::chrono::milliseconds{0});
-  f.core.remove_source(pub_id);
-  CHECK(drain(*q) == range(0, 4));
+  auto q = f.add_sink(1, 1, overflow_policy::block, {"/t"});
+  CHECK(f.publish_range(0, 3) == 1);
+  f.core.shutdown();
+  CHECK(f.room_signals == 1);
+  CHECK(f.resume() == route_status::closed);
 }
 
 namespace {
 
-/// Attaches a peering whose input goes through `inbox` (one road) and returns its id.
-uint64_t attach_peer(core_state& core, uint64_t id, std::shared_ptr<source_inbox> inbox,
-                     filter_type filter) {
+/// Attaches a peering and returns its send queue.
+std::shared_ptr<send_queue> attach_peer(core_state& core, uint64_t id, filter_type filter,
+                                        endpoint_id remote = endpoint_id::random()) {
   peer_attachment att;
   att.id = id;
-  att.remote = endpoint_id::random();
+  att.remote = remote;
   att.filter = std::move(filter);
   att.address = "127.0.0.1";
   att.queue = std::make_shared<send_queue>(100, overflow_policy::disconnect);
-  att.inbox = std::move(inbox);
+  att.stats = std::make_shared<source_stats>(source_kind::remote);
+  auto q = att.queue;
   core.add_peer(std::move(att));
-  core.settle();
-  return id;
+  core.commit();
+  return q;
 }
 
 /// Texts of what `q` holds: "v" for a data value, the status code for a status event.
@@ -280,37 +306,46 @@ std::vector<std::string> drain_texts(local_queue& q) {
 
 } // namespace
 
-TEST_CASE("a peering's end is applied after the messages it delivered", "[core]") {
+TEST_CASE("a peering's arrival and end are status events", "[core]") {
   fixture f;
-  auto q = f.add_sink(1, 100, overflow_policy::block, {"/t", topic{topic::statuses}});
-  auto inbox = std::make_shared<source_inbox>(7, 100);
-  attach_peer(f.core, 7, inbox, {});
-  drain_texts(*q); // endpoint_discovered, peer_added
-  input_batch in;
-  for (int i = 0; i < 3; ++i)
-    in.msgs.emplace_back("/t", data{i});
-  in.add_event(source_event::make_detach(peer_end::lost, "test"));
-  inbox->push_final(in);
-  f.core.on_wake(7);
-  CHECK(drain_texts(*q) == std::vector<std::string>{"0", "1", "2", "peer_lost",
-                                                    "endpoint_unreachable"});
+  auto q = f.add_sink(1, 100, overflow_policy::block, {topic{topic::statuses}});
+  attach_peer(f.core, 7, {});
+  CHECK(drain_texts(*q)
+        == std::vector<std::string>{"endpoint_discovered", "peer_added"});
+  f.core.remove_peer(7, peer_end::lost, "test");
+  f.core.commit();
+  CHECK(drain_texts(*q) == std::vector<std::string>{"peer_lost", "endpoint_unreachable"});
+  CHECK(f.core.peer_filters().empty());
 }
 
-TEST_CASE("a peer's routing update takes effect exactly where it stands in its input",
-          "[core]") {
+TEST_CASE("a peer's routing update replaces its filter and what it receives", "[core]") {
   fixture f;
-  auto inbox = std::make_shared<source_inbox>(7, 100);
-  attach_peer(f.core, 7, inbox, {"/old"});
-  auto before = f.core.metrics().processed;
-  input_batch in;
-  in.msgs.emplace_back("/t", data{1});
-  in.add_event(source_event::make_filter({"/new"}));
-  in.msgs.emplace_back("/t", data{2});
-  REQUIRE(inbox->try_push_some(in));
-  f.core.on_wake(7);
+  auto out = attach_peer(f.core, 7, {"/old"});
+  f.core.update_peer_filter(7, {"/new"});
+  f.core.commit();
   auto filters = f.core.peer_filters();
   REQUIRE(filters.size() == 1);
   CHECK(filters[0].second == filter_type{"/new"});
-  // The update sits between the two messages, which both went through.
-  CHECK(f.core.metrics().processed == before + 2);
+  f.publish_range(0, 0, "/old/x");
+  f.publish_range(1, 1, "/new/x");
+  CHECK(out->size() == 1);
+}
+
+TEST_CASE("a peer hears the local subscriptions, and of a change only the news",
+          "[core]") {
+  fixture f;
+  auto out = attach_peer(f.core, 7, {});
+  send_batch items;
+  std::optional<filter_type> announced;
+  out->take(items, announced); // Whatever the attach announced.
+  f.add_sink(1, 10, overflow_policy::block, {"/a"});
+  announced.reset();
+  out->take(items, announced);
+  REQUIRE(announced);
+  CHECK(*announced == filter_type{"/a"});
+  // The same filter again (a second subscriber on /a/b, inside /a): nothing new to say.
+  f.add_sink(2, 10, overflow_policy::block, {"/a/b"});
+  announced.reset();
+  out->take(items, announced);
+  CHECK_FALSE(announced);
 }

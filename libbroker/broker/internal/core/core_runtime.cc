@@ -6,38 +6,45 @@
 
 #include <mutex>
 
+namespace broker::internal {
+
+/// Asks the core to free retired snapshots and handlers (core_runtime.hh, "Memory").
+struct collect_msg {};
+
+} // namespace broker::internal
+
 // Local-only message types: they never cross a process boundary, so they need no
-// serialization (no inspect() and no type id; CAF 0.17 allows that with this macro).
+// serialization (no inspect() and no type id; CAF 0.17 allows that with this macro). Each
+// kind of message is a type of its own, so the behavior dispatches on types, not atoms.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::core_task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::collect_msg)
 
 namespace broker::internal {
 
 namespace {
 
-using wake_atom = caf::atom_constant<caf::atom("wake")>;
-using room_atom = caf::atom_constant<caf::atom("room")>;
-using run_atom = caf::atom_constant<caf::atom("run")>;
+/// How long the core waits before it looks again for garbage that a reader still held.
+constexpr std::chrono::milliseconds collect_delay{5};
 
-/// The core actor: a thin shell that forwards its mailbox to core_state.
+/// The core actor: a thin shell that runs tasks on core_state.
 class core_actor : public caf::event_based_actor {
 public:
-  core_actor(caf::actor_config& cfg, core_options opts)
-    : caf::event_based_actor(cfg), state_(std::move(opts)) {
+  core_actor(caf::actor_config& cfg, endpoint_id id, std::shared_ptr<router> r)
+    : caf::event_based_actor(cfg), state_(id, std::move(r)) {
     // An unexpected message is a bug, not a reason to print and die.
     set_default_handler(caf::drop);
-    // A source that keeps the core busy yields after a few rounds and wakes itself again.
-    state_.on_reschedule([this](uint64_t id) {
-      send(caf::actor_cast<caf::actor>(this), wake_atom::value, id);
-    });
   }
 
   caf::behavior make_behavior() override {
     return {
-      [this](wake_atom, uint64_t id) { state_.on_wake(id); },
-      [this](room_atom, uint64_t id) { state_.on_room(id); },
-      [this](run_atom, const core_task& task) {
+      [this](const core_task& task) {
         task(state_);
-        state_.settle();
+        state_.commit();
+        collect_later();
+      },
+      [this](collect_msg) {
+        collect_scheduled_ = false;
+        collect_later();
       },
     };
   }
@@ -47,17 +54,24 @@ public:
   }
 
 private:
+  void collect_later() {
+    if (!collect_scheduled_ && state_.collect_garbage()) {
+      collect_scheduled_ = true;
+      delayed_send(this, collect_delay, collect_msg{});
+    }
+  }
+
   core_state state_;
+  bool collect_scheduled_ = false;
 };
 
 } // namespace
 
-/// The handle that callbacks share. Its gate closes on shutdown, so late callbacks do
-/// nothing, and callbacks in flight finish before the actor system goes away. Passing the
-/// gate takes no lock: every wake of the core from an I/O thread goes through here.
+/// The handle that callers share. Its gate closes on shutdown, so late posts do nothing,
+/// and posts in flight finish before the actor system goes away.
 struct core_link {
   gate open;
-  caf::actor hdl; // Set before the first callback exists; reset only after the gate closed.
+  caf::actor hdl; // Set before the first post; reset only after the gate closed.
 
   template <class... Ts>
   void send(Ts&&... xs) {
@@ -69,11 +83,11 @@ struct core_link {
 ///
 /// Scheduler: CAF's work-stealing workers poll for jobs before they sleep: by default 100
 /// tight attempts, then 500 attempts 50 us apart (25 ms), then a condition variable with
-/// a 10 ms timeout. An idle node then still wakes each worker 100 times a second, and a
-/// node receiving a message every 50 us spends most of its CPU in those short sleeps. Our
-/// workers spin briefly (a burst usually brings the next job within microseconds), then
-/// block on the condition variable, which the enqueue of the next job signals; the
-/// timeout only bounds how late a worker steals from a busy neighbour.
+/// a 10 ms timeout. An idle node then still wakes each worker 100 times a second. Our
+/// workers spin briefly, then block on the condition variable, which the enqueue of the
+/// next job signals; the timeout only bounds how late a worker steals from a busy
+/// neighbour. Since data no longer passes through the actors, jobs are rare (subscription
+/// changes, store traffic), so a short spin is enough.
 struct runtime_config : caf::actor_system_config {
   explicit runtime_config(size_t threads) {
     set("scheduler.max-threads", threads);
@@ -87,8 +101,9 @@ struct runtime_config : caf::actor_system_config {
 };
 
 struct core_runtime::impl {
-  impl(core_options opts, size_t threads) : cfg(threads), sys(cfg) {
-    core = sys.spawn<core_actor>(std::move(opts));
+  impl(const endpoint_id& id, std::shared_ptr<router> r, size_t threads)
+    : cfg(threads), sys(cfg) {
+    core = sys.spawn<core_actor>(id, std::move(r));
   }
 
   runtime_config cfg; // Must outlive sys, which keeps a reference.
@@ -96,10 +111,17 @@ struct core_runtime::impl {
   caf::actor core;
 };
 
-core_runtime::core_runtime(core_options opts, size_t scheduler_threads)
-  : impl_(std::make_unique<impl>(std::move(opts), scheduler_threads == 0 ? 1
-                                                                          : scheduler_threads)),
-    link_(std::make_shared<core_link>()) {
+core_runtime::core_runtime(router_options opts, size_t scheduler_threads)
+  : router_(std::make_shared<router>(opts)), link_(std::make_shared<core_link>()) {
+  // A handler that overflows under `disconnect` is removed by the core; the router tells
+  // it from whichever thread noticed.
+  std::weak_ptr<core_link> weak = link_;
+  router_->on_disconnect([weak](uint64_t id) {
+    if (auto link = weak.lock())
+      link->send(core_task{[id](core_state& st) { st.on_overflow(id); }});
+  });
+  impl_ = std::make_unique<impl>(opts.id, router_,
+                                 scheduler_threads == 0 ? 1 : scheduler_threads);
   link_->hdl = impl_->core;
 }
 
@@ -108,35 +130,29 @@ core_runtime::~core_runtime() {
 }
 
 void core_runtime::post(core_task task) {
-  link_->send(run_atom::value, std::move(task));
+  link_->send(std::move(task));
 }
 
-std::function<void()> core_runtime::wake_callback(uint64_t source_id) {
-  return [link = link_, source_id] { link->send(wake_atom::value, source_id); };
-}
-
-std::function<void()> core_runtime::room_callback(uint64_t handler_id) {
-  return [link = link_, handler_id] { link->send(room_atom::value, handler_id); };
-}
-
-void* core_runtime::actor_system() noexcept {
+caf::actor_system* core_runtime::actor_system() noexcept {
   std::lock_guard<std::mutex> guard{shutdown_mtx_};
   return impl_ ? &impl_->sys : nullptr;
 }
 
 void core_runtime::shutdown() {
-  // Close the gate first: from now on no callback reaches the actor.
+  // Close the gate first: from now on nothing reaches the actor.
   link_->open.close();
   std::lock_guard<std::mutex> guard{shutdown_mtx_};
   link_->hdl = nullptr;
   if (!impl_)
     return;
-  // on_exit() closes every handler and source, so nobody keeps waiting on us.
+  // on_exit() closes every handler and unpublishes the index, so nobody keeps waiting on us.
   caf::anon_send_exit(impl_->core, caf::exit_reason::user_shutdown);
   impl_->core = nullptr;
   // Destroying the system waits for the core actor to terminate; the core never blocks,
   // so this is bounded.
   impl_.reset();
+  // Should the actor not have run its on_exit (it never started), stop routing here.
+  router_->shutdown();
 }
 
 } // namespace broker::internal

@@ -37,26 +37,23 @@ struct core_status_reader {
     core_status result;
     result.metrics = st.metrics();
     result.handlers.reserve(st.handlers_.size());
-    for (auto& [id, h] : st.handlers_) {
+    for (auto& [id, e] : st.handlers_) {
+      const auto& h = *e.h;
       handler_status x;
       x.id = id;
-      x.kind = h->kind();
-      x.policy = h->policy();
-      x.capacity = h->capacity();
-      x.buffered = h->buffered();
-      x.delivered = h->delivered();
-      x.dropped = h->dropped();
-      if (auto i = st.peers_.find(id); i != st.peers_.end()) {
-        x.remote = i->second->remote();
-        x.address = i->second->network().address;
-        x.port = i->second->network().port;
-      } else if (auto j = st.clients_.find(id); j != st.clients_.end()) {
-        x.remote = j->second->client();
-        x.address = j->second->network().address;
-        x.port = j->second->network().port;
+      x.kind = h.kind();
+      x.policy = h.policy();
+      x.capacity = h.capacity();
+      x.buffered = h.buffered();
+      x.delivered = h.delivered();
+      x.dropped = h.dropped();
+      if (e.peer || e.client) {
+        x.remote = e.remote;
+        x.address = e.network.address;
+        x.port = e.network.port;
       }
       if (x.kind != handler_kind::web_socket)
-        add_filters(st, *h, x);
+        add_filters(st, e, x);
       result.handlers.push_back(std::move(x));
     }
     if (client_filters > 0) {
@@ -73,7 +70,7 @@ struct core_status_reader {
                           return fa != fb ? fa > fb : a->id < b->id;
                         });
       for (size_t i = 0; i < n; ++i)
-        add_filters(st, *st.handlers_.at(clients[i]->id), *clients[i]);
+        add_filters(st, st.handlers_.at(clients[i]->id), *clients[i]);
     }
     std::sort(result.handlers.begin(), result.handlers.end(),
               [](auto& a, auto& b) { return a.id < b.id; });
@@ -82,11 +79,12 @@ struct core_status_reader {
     return result;
   }
 
-  static void add_filters(const core_state& st, handler& h, handler_status& x) {
+  static void add_filters(const core_state& st, const core_state::entry& e,
+                          handler_status& x) {
     x.filters = true;
-    x.filter = strings_of(h.filter());
-    if (auto i = st.peers_.find(x.id); i != st.peers_.end())
-      x.announced = strings_of(i->second->announced());
+    x.filter = strings_of(e.filter);
+    if (e.peer)
+      x.announced = strings_of(st.announcer_.announced(x.id));
   }
 
   static void add_sources(const core_state& st, core_status& result) {
@@ -96,26 +94,21 @@ struct core_status_reader {
       return i != result.handlers.end() && i->id == id ? &*i : nullptr;
     };
     for (auto& [id, src] : st.sources_) {
-      auto waiting = src.inbox->buffered();
+      auto waiting = src->pending.load(std::memory_order_relaxed);
+      auto routed = src->routed.load(std::memory_order_relaxed);
       auto* h = by_id(id);
       if (h != nullptr) {
         h->has_source = true;
-        h->received = src.inbox->taken();
+        h->received = routed;
         h->inbox = waiting;
       } else {
         ++result.publishers;
-        result.published += src.inbox->taken();
+        result.published += routed;
       }
-      bool store = h != nullptr
-                   && (h->kind == handler_kind::store_master
-                       || h->kind == handler_kind::store_clone);
-      if (store) {
+      if (src->kind == source_kind::store)
         result.waiting_commands += waiting;
-      } else {
-        auto events = src.remote ? src.inbox->pending_events() : 0;
-        result.waiting_routing_updates += events;
-        result.waiting_data += waiting - std::min(waiting, events);
-      }
+      else
+        result.waiting_data += waiting;
     }
   }
 };

@@ -6,7 +6,8 @@
 // Threads: collect_core_status() runs on the core actor's thread (posted by the HTTP
 // server when someone asks) and only reads; the result is a plain value that the I/O
 // thread turns into JSON or Prometheus text. Nothing here runs per message: the counters
-// it reads are kept per batch by handler::flush() and source_inbox::take().
+// it reads are kept per run by handler::push() and per batch by each source
+// (source_stats.hh).
 
 #include "broker/endpoint_id.hh"
 #include "broker/metrics.hh"
@@ -31,9 +32,8 @@ struct handler_status {
   uint64_t delivered = 0; ///< Messages put into its queue since it was added.
   uint64_t dropped = 0;   ///< Messages its overflow policy dropped.
   bool has_source = false;
-  uint64_t received = 0;  ///< Messages the core took from its source (peers, clients, hubs,
-                          ///< stores).
-  size_t inbox = 0;       ///< Items of its source waiting for the core.
+  uint64_t received = 0;  ///< Messages its source routed (peers, clients, hubs, stores).
+  size_t inbox = 0;       ///< Messages of its source waiting for room in a sink.
   /// Peers: the remote endpoint; clients: the id the node gave them.
   endpoint_id remote;
   std::string address; ///< Peers and clients.
@@ -50,10 +50,12 @@ struct core_status {
   std::vector<handler_status> handlers;
   /// Sources without a handler (publishers, the endpoint's own publish calls).
   size_t publishers = 0;
-  /// Messages the core took from those.
+  /// Messages those routed.
   uint64_t published = 0;
-  /// Items waiting in inboxes for the core, split as Broker's broker_buffered_messages:
-  /// data and command messages (store sources count as commands), and routing updates.
+  /// Messages decoded or published but not yet routed (their sources wait for room),
+  /// split as Broker's broker_buffered_messages: data and command messages (store sources
+  /// count as commands), and routing updates (which never wait: they go to the core as
+  /// tasks, so this is always 0).
   uint64_t waiting_data = 0;
   uint64_t waiting_commands = 0;
   uint64_t waiting_routing_updates = 0;

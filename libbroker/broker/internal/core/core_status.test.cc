@@ -12,30 +12,40 @@ using namespace broker::internal;
 
 namespace {
 
-struct fixture {
-  core_state core{core_options{endpoint_id::random(), 1024}};
+/// A source routing through the fixture's router, as a connection would (net_input.hh).
+struct test_source {
+  net_input in;
 
-  std::shared_ptr<source_inbox> add_publisher(uint64_t id) {
-    auto inbox = std::make_shared<source_inbox>(id, 1000);
-    core.add_source(inbox);
-    return inbox;
+  test_source(std::shared_ptr<router> r, uint64_t id, source_kind kind)
+    : in(std::move(r), id, kind) {}
+};
+
+struct fixture {
+  endpoint_id id = endpoint_id::random();
+  std::shared_ptr<router> routing = std::make_shared<router>(router_options{id});
+  core_state core{id, routing};
+
+  std::shared_ptr<test_source> add_publisher(uint64_t sid,
+                                             source_kind kind = source_kind::local) {
+    auto src = std::make_shared<test_source>(routing, sid, kind);
+    core.add_source(sid, src->in.stats());
+    return src;
   }
 
   std::shared_ptr<local_queue> add_sink(uint64_t id, size_t capacity, overflow_policy policy,
                                         filter_type filter,
                                         handler_kind kind = handler_kind::subscriber) {
     auto q = std::make_shared<local_queue>(capacity, policy);
-    core.add_handler(std::make_unique<local_handler>(id, kind, q), std::move(filter));
+    core.add_handler(std::make_shared<local_handler>(id, kind, q), std::move(filter));
+    core.commit();
     return q;
   }
 
-  void publish(source_inbox& inbox, int n, const std::string& topic, message_kind kind
-                                                                     = message_kind::data) {
-    std::vector<data_message> xs;
+  void publish(test_source& src, int n, const std::string& topic,
+               message_kind kind = message_kind::data) {
     for (int i = 0; i < n; ++i)
-      xs.emplace_back(new message_impl(topic, data{i}, kind));
-    inbox.push(xs, std::chrono::milliseconds{0});
-    core.on_wake(inbox.id());
+      src.in.add(data_message{new message_impl(topic, data{i}, kind)});
+    src.in.flush([] {});
   }
 
   const handler_status& find(const core_status& st, uint64_t id) {
@@ -84,7 +94,7 @@ TEST_CASE("the status lists handlers in id order with their subscriptions", "[co
   CHECK(st.announced == std::vector<std::string>{"/a", "/b", "/c"});
 }
 
-TEST_CASE("messages taken from a hub's source count as received by that hub; others are "
+TEST_CASE("messages routed by a hub's source count as received by that hub; others are "
           "publishers",
           "[core_status]") {
   fixture f;
@@ -113,8 +123,7 @@ TEST_CASE("store commands count as processed commands", "[core_status]") {
   CHECK(st.metrics.processed_commands == 3);
 }
 
-TEST_CASE("messages waiting for a parked source are data waiting for the core",
-          "[core_status]") {
+TEST_CASE("messages of a parked source are data waiting for room", "[core_status]") {
   fixture f;
   auto pub = f.add_publisher(100);
   f.add_sink(1, 2, overflow_policy::block, {"/t"});
@@ -123,4 +132,14 @@ TEST_CASE("messages waiting for a parked source are data waiting for the core",
   CHECK(st.metrics.suspended_sources == 1);
   CHECK(st.waiting_data == 3);
   CHECK(st.waiting_commands == 0);
+}
+
+TEST_CASE("messages of a parked store are commands waiting for room", "[core_status]") {
+  fixture f;
+  auto store = f.add_publisher(100, source_kind::store);
+  f.add_sink(1, 2, overflow_policy::block, {"/t"});
+  f.publish(*store, 5, "/t");
+  auto st = collect_core_status(f.core, 0);
+  CHECK(st.waiting_commands == 3);
+  CHECK(st.waiting_data == 0);
 }

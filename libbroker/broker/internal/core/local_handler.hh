@@ -22,7 +22,9 @@ public:
 
   const std::shared_ptr<local_queue>& queue() const noexcept { return queue_; }
 
-  bool request_wakeup(size_t n) override { return queue_->request_wakeup(n); }
+  bool request_room(size_t n, room_waker waker) override {
+    return queue_->request_room(n, std::move(waker));
+  }
 
   void close() override {
     handler::close();
@@ -30,8 +32,8 @@ public:
   }
 
 protected:
-  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>&) override {
-    return queue_->push(xs);
+  push_result do_push(const data_message* xs, const route_info*, size_t n) override {
+    return queue_->push(xs, n);
   }
 
 private:

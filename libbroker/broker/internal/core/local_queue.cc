@@ -31,70 +31,68 @@ void local_queue::clear_ready() {
   [[maybe_unused]] auto n = ::read(fd_, &value, sizeof(value));
 }
 
-push_result local_queue::push(std::vector<data_message>& xs) {
+push_result local_queue::push(const data_message* xs, size_t n) {
   push_result result;
-  if (xs.empty())
+  if (n == 0)
     return result;
   std::lock_guard<std::mutex> guard{mtx_};
   if (closed_.load(std::memory_order_relaxed)) {
     // The consumer is gone (or was disconnected before): nobody can lose these.
-    xs.clear();
     return result;
   }
   bool was_empty = items_.empty();
-  // For `block` the core checked for room before staging; the buffer appends all.
-  result = items_.push(xs.data(), xs.size());
+  result = items_.push_n(n, [xs](size_t i) { return xs[i]; });
   if (result.disconnected)
     closed_.store(true, std::memory_order_release);
-  xs.clear();
   size_.store(items_.size(), std::memory_order_release);
   if (was_empty && (!items_.empty() || result.disconnected))
     signal_ready();
   return result;
 }
 
-void local_queue::on_room(std::function<void()> callback) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  room_callback_ = std::move(callback);
+push_result local_queue::push(std::vector<data_message>& xs) {
+  auto result = push(xs.data(), xs.size());
+  xs.clear();
+  return result;
 }
 
-bool local_queue::request_wakeup(size_t needed) {
-  wakeup_wanted_.store(true, std::memory_order_seq_cst);
-  // Re-check after publishing the request: a pop that ran before the store did not see
-  // it, so its room must be visible here.
-  if (size() + needed <= capacity_ || closed()) {
-    wakeup_wanted_.store(false, std::memory_order_relaxed);
+bool local_queue::request_room(size_t needed, room_waiter_fn waker) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (items_.size() + needed <= capacity_ || closed_.load(std::memory_order_relaxed))
     return true;
-  }
+  waiters_.add(std::move(waker));
   return false;
 }
 
 void local_queue::close() noexcept {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (closed_.exchange(true))
-    return;
-  if (items_.empty())
-    signal_ready();
+  std::vector<room_waiter_fn> wake;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (closed_.exchange(true))
+      return;
+    if (items_.empty())
+      signal_ready();
+    wake = waiters_.take();
+  }
+  room_waiters::wake(wake);
 }
 
 size_t local_queue::pop(std::vector<data_message>& out, size_t max) {
-  std::function<void()> callback;
+  std::vector<room_waiter_fn> wake;
   size_t n = 0;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     n = items_.pop(out, max);
     if (n == 0)
       return 0;
-    size_.store(items_.size(), std::memory_order_seq_cst);
+    size_.store(items_.size(), std::memory_order_release);
     // Closed queues keep the descriptor readable so consumers notice the end.
     if (items_.empty() && !closed_.load(std::memory_order_relaxed))
       clear_ready();
-    if (items_.size() <= low_water_ && wakeup_wanted_.load(std::memory_order_seq_cst)
-        && wakeup_wanted_.exchange(false))
-      callback = room_callback_;
+    if (items_.size() <= low_water_ && !waiters_.empty())
+      wake = waiters_.take();
   }
-  if (callback)
-    callback();
+  room_waiters::wake(wake);
   return n;
 }
 

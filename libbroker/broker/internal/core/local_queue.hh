@@ -1,22 +1,26 @@
 #pragma once
 
-// local_queue: the bounded queue between the core (producer) and one local consumer
-// (a subscriber or hub object used by an application thread).
+// local_queue: the bounded queue between the routing threads (producers) and one local
+// consumer (a subscriber or hub object used by an application thread).
 //
-// Threads: the core actor pushes; exactly one application thread pops. Both sides take the
-// mutex; the size is mirrored in an atomic so the core can check for room without locking.
+// Threads: any routing thread pushes (the I/O thread that read a message, a publishing
+// application thread, the core for its events); exactly one application thread pops. Both
+// sides take the mutex once per batch; the size is mirrored in an atomic so that routers
+// can check for room without locking.
 //
 // Readiness: an eventfd is readable exactly while the queue is non-empty or closed, so an
 // application can poll() it together with its own sockets. It is written only on the
 // empty -> non-empty transition and drained on the non-empty -> empty transition: one
 // syscall pair per burst, not per message.
 //
-// Back-pressure (policy `block`): when the core parks a source on this queue it calls
-// request_wakeup(); the consumer, once it has popped the queue down to the low-water mark,
-// fires the room callback exactly once. The core re-checks for room after requesting the
-// wakeup, so a pop that races with the request is never lost.
+// Back-pressure (policy `block`): a source that finds no room calls request_room() with a
+// waker; the consumer, once it has popped the queue down to the low-water mark, calls every
+// waiting source's waker once (outside the lock). request_room() checks for room under the
+// same mutex the consumer pops under, so a pop that races with the request is never lost.
+// close() wakes every waiter too.
 
 #include "broker/internal/core/bounded_queue.hh"
+#include "broker/internal/core/room_waiters.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
 
@@ -28,6 +32,8 @@
 #include <vector>
 
 namespace broker::internal {
+
+using room_waiter_fn = room_waiters::waker;
 
 /// Bounded single-consumer queue with an eventfd (see the file comment).
 class local_queue {
@@ -47,18 +53,19 @@ public:
   /// The readiness descriptor (see the file comment).
   int fd() const noexcept { return fd_; }
 
-  // -- producer side (core) ---------------------------------------------------
+  // -- producer side (routing threads) -----------------------------------------
 
-  /// Appends `xs` (moved from; left empty) under the policy. For `block` the caller has
-  /// already made sure the messages fit.
+  /// Appends copies of the `n` messages at `xs` under the policy. For `block` the caller
+  /// has already made sure the messages fit (concurrent producers may overfill the queue
+  /// by at most one run each).
+  push_result push(const data_message* xs, size_t n);
+
+  /// Convenience for tests: pushes `xs` and clears it.
   push_result push(std::vector<data_message>& xs);
 
-  /// Sets the callback the consumer fires when a parked producer may continue.
-  void on_room(std::function<void()> callback);
-
-  /// Asks for one room callback. Returns true if there is room right now (then no callback
-  /// is pending and the caller should simply continue).
-  bool request_wakeup(size_t needed);
+  /// Returns true if `needed` more fit now (or the queue is closed); otherwise `waker`
+  /// runs once when the consumer has made room or the queue closes.
+  bool request_room(size_t needed, room_waiter_fn waker);
 
   /// No more messages will arrive; the consumer drains what is queued, then sees the end.
   void close() noexcept;
@@ -85,8 +92,7 @@ private:
   bounded_buffer<data_message> items_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};
-  std::atomic<bool> wakeup_wanted_{false};
-  std::function<void()> room_callback_;
+  room_waiters waiters_;
 };
 
 } // namespace broker::internal

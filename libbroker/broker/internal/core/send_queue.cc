@@ -18,17 +18,15 @@ void send_queue::notify_locked(std::function<void()>& cb) {
   }
 }
 
-push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_info>& routes) {
+push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
   push_result result;
   std::function<void()> cb;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (!closed_) {
-      scratch_.clear();
-      for (size_t i = 0; i < xs.size(); ++i)
-        scratch_.push_back(send_item{std::move(xs[i]), i < routes.size() ? routes[i] : route_info{}});
-      result = items_.push(scratch_.data(), scratch_.size());
-      scratch_.clear();
+      result = items_.push_n(n, [xs, routes](size_t i) {
+        return send_item{xs[i], routes != nullptr ? routes[i] : route_info{}};
+      });
       if (result.disconnected) {
         overflowed_ = true;
         closed_ = true;
@@ -37,10 +35,15 @@ push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_in
       notify_locked(cb);
     }
   }
-  xs.clear();
-  routes.clear();
   if (cb)
     cb();
+  return result;
+}
+
+push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_info>& routes) {
+  auto result = push(xs.data(), routes.empty() ? nullptr : routes.data(), xs.size());
+  xs.clear();
+  routes.clear();
   return result;
 }
 
@@ -59,36 +62,32 @@ void send_queue::announce(filter_type filter) {
 
 void send_queue::close() {
   std::function<void()> cb;
+  std::vector<room_waiters::waker> wake;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_.exchange(true))
       return;
     notify_locked(cb);
+    wake = waiters_.take();
   }
   if (cb)
     cb();
+  room_waiters::wake(wake);
 }
 
-bool send_queue::request_wakeup(size_t n) {
+bool send_queue::request_room(size_t n, room_waiters::waker waker) {
   std::lock_guard<std::mutex> guard{mtx_};
   if (items_.size() + n <= items_.capacity() || closed_)
     return true;
-  wakeup_ = true;
+  waiters_.add(std::move(waker));
   return false;
 }
 
-void send_queue::on_room(std::function<void()> callback) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  room_ = std::move(callback);
-}
-
 bool send_queue::take(send_batch& out, std::optional<filter_type>& announcement) {
-  std::function<void()> room;
+  std::vector<room_waiters::waker> wake;
   std::unique_lock<std::mutex> guard{mtx_};
-  if (wakeup_) {
-    wakeup_ = false;
-    room = room_;
-  }
+  if (!waiters_.empty())
+    wake = waiters_.take(); // Taking everything frees the whole queue.
   auto n = items_.take_all(out);
   size_.store(0, std::memory_order_relaxed);
   if (announcement_) {
@@ -100,8 +99,7 @@ bool send_queue::take(send_batch& out, std::optional<filter_type>& announcement)
     scheduled_ = false;
   bool result = !closed_ || n > 0 || announcement;
   guard.unlock();
-  if (room)
-    room();
+  room_waiters::wake(wake);
   return result;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 
-// send_queue: the bounded send queue between the core (producer) and one network
-// connection (consumer, on its Asio strand): a peering or a WebSocket client.
+// send_queue: the bounded send queue between the routing threads (producers) and one
+// network connection (consumer, on its Asio strand): a peering or a WebSocket client.
 //
-// Threads: the core pushes data and routing announcements; the connection's strand takes
+// Threads: any routing thread pushes data (one lock per run of messages); the core pushes
+// routing announcements; the connection's strand takes
 // everything at once and writes it with one gathered system call. The ready callback (a post
 // to the strand) fires only when the connection is idle: after a take() that found
 // something, the queue counts the connection as busy until a take() finds nothing, so a
@@ -11,12 +12,13 @@
 //
 // Policies: drop_oldest, drop_newest, disconnect (peers never block anybody; doc/architecture.md,
 // "Core, handlers and overflow policies").
-// The one exception: data-store commands from local stores wait for room (request_wakeup),
+// The one exception: data-store commands wait for room (request_room),
 // because a burst of replication traffic is no sign of a slow peer.
 // Routing announcements (peers only) are not data: they are never dropped, and only the newest one
 // matters, so a pending announcement is simply replaced.
 
 #include "broker/internal/core/bounded_queue.hh"
+#include "broker/internal/core/room_waiters.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
 #include "broker/topic.hh"
@@ -51,17 +53,18 @@ public:
   /// Sets the callback that schedules the connection to drain the queue.
   void on_ready(std::function<void()> callback);
 
-  // -- core side ----------------------------------------------------------------
+  // -- producer side ------------------------------------------------------------
 
-  /// Appends data under the policy; `routes` is parallel to `xs`. Both are left empty.
+  /// Appends copies of `n` messages under the policy; `routes` (may be null) is parallel
+  /// to `xs`. Any thread.
+  push_result push(const data_message* xs, const route_info* routes, size_t n);
+
+  /// Convenience for tests: pushes `xs` with `routes` and clears both.
   push_result push(std::vector<data_message>& xs, std::vector<route_info>& routes);
 
-  /// For store commands, which wait instead of overflowing a peer (core.cc): true if `n`
-  /// more fit now; otherwise the room callback fires once at the next take().
-  bool request_wakeup(size_t n);
-
-  /// Sets the callback for request_wakeup().
-  void on_room(std::function<void()> callback);
+  /// For store commands, which wait instead of overflowing a peer (router.hh): true if `n`
+  /// more fit now; otherwise `waker` runs once at the next take() (or close()).
+  bool request_room(size_t n, room_waiters::waker waker);
 
   /// Replaces the pending routing announcement.
   void announce(filter_type filter);
@@ -85,15 +88,13 @@ private:
 
   mutable std::mutex mtx_;
   bounded_buffer<send_item> items_;
-  send_batch scratch_; // Items being pushed, reused.
   std::optional<filter_type> announcement_;
   std::atomic<size_t> size_{0};
   std::atomic<bool> closed_{false};
   std::atomic<bool> overflowed_{false};
   bool scheduled_ = false;
-  bool wakeup_ = false;
   std::function<void()> ready_;
-  std::function<void()> room_;
+  room_waiters waiters_;
 };
 
 } // namespace broker::internal

@@ -36,6 +36,8 @@
 #include <vector>
 
 using broker::internal::index_target;
+using broker::internal::index_snapshot;
+using broker::internal::lookup_scratch;
 using broker::internal::topic_index;
 
 namespace {
@@ -77,26 +79,32 @@ std::vector<std::string> make_probes(probe_kind kind) {
   return result;
 }
 
-/// An index with `n` subscriptions, one per target.
+/// An index with `n` subscriptions, one per target, and one routing thread's scratch with
+/// a cache of `cache` slots: what a routing thread sees.
 struct fixture {
-  explicit fixture(size_t n, size_t cache) : index(cache), targets(n) {
+  explicit fixture(size_t n, size_t cache) : scratch(cache), targets(n) {
     for (size_t i = 0; i < n; ++i)
       index.subscribe(&targets[i], {broker::topic{make_prefix(i)}});
+    snapshot = index.snapshot();
   }
 
+  size_t node_count() const { return index.node_count(); }
+
   topic_index index;
+  std::unique_ptr<const index_snapshot> snapshot;
+  lookup_scratch scratch;
   std::vector<index_target> targets;
 };
 
 /// Exactly `count` lookups over `probes`, round robin. Not inlined so that callgrind's
 /// --toggle-collect can count it alone.
-__attribute__((noinline)) size_t run_lookups(topic_index& index,
+__attribute__((noinline)) size_t run_lookups(fixture& f,
                                              const std::vector<std::string>& probes,
                                              size_t count) {
   size_t found = 0;
   size_t k = 0;
   for (size_t i = 0; i < count; ++i) {
-    found += index.lookup(probes[k]).size();
+    found += f.snapshot->lookup(probes[k], f.scratch).size();
     if (++k == probes.size())
       k = 0;
   }
@@ -113,11 +121,11 @@ double median(std::vector<double> xs) {
 double measure(fixture& f, probe_kind kind, size_t reps, size_t lookups) {
   auto probes = make_probes(kind);
   bool hit = kind != probe_kind::miss;
-  run_lookups(f.index, probes, probes.size() * 4); // Warm the cache and the trie.
+  run_lookups(f, probes, probes.size() * 4); // Warm the cache and the trie.
   std::vector<double> samples;
   for (size_t r = 0; r < reps; ++r) {
     auto start = std::chrono::steady_clock::now();
-    auto found = run_lookups(f.index, probes, lookups);
+    auto found = run_lookups(f, probes, lookups);
     auto stop = std::chrono::steady_clock::now();
     sink = found;
     if (found != (hit ? lookups : 0)) {
@@ -150,9 +158,9 @@ int run_fixed(size_t n, size_t cache, probe_kind kind, size_t lookups) {
   }
   fixture f{n, cache};
   auto probes = make_probes(kind);
-  sink = run_lookups(f.index, probes, lookups);
+  sink = run_lookups(f, probes, lookups);
   std::printf("N=%zu cache=%zu %s lookups=%zu found=%zu nodes=%zu\n", n, cache,
-              to_string(kind), lookups, static_cast<size_t>(sink), f.index.node_count());
+              to_string(kind), lookups, static_cast<size_t>(sink), f.node_count());
   return 0;
 }
 
@@ -171,7 +179,7 @@ int run_table(size_t reps, size_t lookups) {
       auto miss = measure(f, probe_kind::miss, reps, lookups);
       auto churn = measure(f, probe_kind::churn, reps, lookups);
       std::printf("%-8zu %-6zu %10.1f %10.1f %10.1f %10zu %10.1f\n", n, cache, hit, miss,
-                  churn, f.index.node_count(),
+                  churn, f.node_count(),
                   std::chrono::duration<double, std::milli>(built - start).count());
       std::fflush(stdout);
     }

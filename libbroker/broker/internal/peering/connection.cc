@@ -106,15 +106,20 @@ void connection::schedule_write() {
   asio::post(conn_.get_executor(), [self = shared_from_this()] { self->write_more(); });
 }
 
-void connection::on_inbox_room() {
+void connection::resume_input() {
   asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
     self->flush_input();
-    self->read_more();
+    if (!self->closed_)
+      self->read_more();
   });
 }
 
+void connection::post_to_core(std::function<void(core_state&)> task) {
+  mgr_->rt->post(std::move(task));
+}
+
 void connection::set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
-                                std::shared_ptr<source_inbox> in) {
+                                std::unique_ptr<net_input> in) {
   id_ = id;
   out_ = std::move(out);
   in_ = std::move(in);
@@ -144,7 +149,8 @@ void connection::do_start() {
 // -- reading ------------------------------------------------------------------------------
 
 bool connection::input_blocked() const noexcept {
-  return read_paused_ || (hs_ && hs_->current_state() == handshake::state::paused);
+  return read_paused_ || update_ || barrier_
+         || (hs_ && hs_->current_state() == handshake::state::paused);
 }
 
 void connection::read_more() {
@@ -178,7 +184,8 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
 }
 
 void connection::handle_frames() {
-  for (;;) {
+  // A routing update is a barrier: the frames behind it wait until the core applied it.
+  while (!update_ && !barrier_) {
     auto res = reader_.next();
     if (res.kind == wire::frame_reader::status::need_more)
       return;
@@ -222,7 +229,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
       remote_ = res.remote;
       remote_filter_ = res.remote_filter;
       if (remote_filter_.size() > mgr_->max_subscriptions) {
-        mgr_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::peer); });
+        post_to_core([](core_state& st) { st.count_limit_disconnect(handler_kind::peer); });
         fail("its handshake announces " + std::to_string(remote_filter_.size())
                + " subscriptions, more than broker.peer-max-subscriptions="
                + std::to_string(mgr_->max_subscriptions),
@@ -333,9 +340,8 @@ void connection::handle_data(const wire::node_message_view& msg) {
     return;
   }
   // Keep the received bytes: relaying this message re-encodes nothing.
-  input_.add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
-                                           std::string{value_bytes}, route)},
-             msg.topic.size() + msg.payload.size());
+  in_->add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
+                                         std::string{value_bytes}, route)});
 }
 
 /// Data-store traffic (doc/protocol/peering.md §5.3): the payload is one of Broker's store
@@ -351,11 +357,10 @@ void connection::handle_command(const wire::node_message_view& msg) {
   route_info route;
   route.ttl = msg.ttl;
   auto value = bin::decode(msg.payload, mgr_->max_depth);
-  input_.add(data_message{new message_impl(std::string{msg.topic},
-                                           value ? std::move(*value) : data{},
-                                           std::string{msg.payload}, route,
-                                           message_kind::command)},
-             msg.topic.size() + msg.payload.size());
+  in_->add(data_message{new message_impl(std::string{msg.topic},
+                                         value ? std::move(*value) : data{},
+                                         std::string{msg.payload}, route,
+                                         message_kind::command)});
 }
 
 void connection::handle_routing_update(std::string_view payload) {
@@ -371,8 +376,10 @@ void connection::handle_routing_update(std::string_view payload) {
              "a routing update with " + std::to_string(filter->size()) + " subscriptions");
     return;
   }
-  // Applied by the core exactly between the messages it arrived between.
-  input_.add_event(source_event::make_filter(std::move(*filter)));
+  // Applied exactly where it stands: after the messages before it are routed, and before
+  // any message behind it is (handle_frames() stops here; flush_input() posts it). A peer
+  // that subscribes and then says "ready" must receive the answer to its "ready".
+  update_ = std::move(*filter);
 }
 
 void connection::exceeded(std::string_view option, size_t limit, const std::string& what) {
@@ -382,8 +389,7 @@ void connection::exceeded(std::string_view option, size_t limit, const std::stri
               + ") exceeded " + std::string{option} + "=" + std::to_string(limit) + ": "
               + what;
   log(log_level::warning, component, text + "; disconnecting");
-  // The error travels the one road too, right before the end of the peering.
-  input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+  post_to_core([err = error{ec::limit_exceeded, text}](core_state& st) { st.emit_error(err); });
   finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
 }
 
@@ -400,14 +406,42 @@ void connection::learn_extension(bool supported, std::string_view how) {
 }
 
 void connection::flush_input() {
-  if (!in_ || input_.done())
+  if (!in_)
     return;
-  if (in_->try_push_some(input_)) {
-    input_.clear();
-    read_paused_ = false;
-  } else {
+  // The waker holds the connection: a parked connection lives until it routed its input.
+  auto self = shared_from_this();
+  if (!in_->flush([self] { self->resume_input(); })) {
     read_paused_ = true; // Back-pressure: TCP carries it to the peer.
+    return;
   }
+  read_paused_ = false;
+  if (detach_) {
+    detach_when_routed();
+    return;
+  }
+  if (update_) {
+    // Everything before the update is routed: hand it to the core, and continue with the
+    // frames behind it once the core has published it.
+    barrier_ = true;
+    post_to_core([self, id = id_, f = std::move(*update_)](core_state& st) mutable {
+      st.update_peer_filter(id, std::move(f));
+      st.commit();
+      asio::dispatch(self->conn_.get_executor(), [self] { self->after_update(); });
+    });
+    update_.reset();
+  }
+}
+
+void connection::after_update() {
+  barrier_ = false;
+  if (closed_)
+    return;
+  handle_frames();
+  if (closed_)
+    return;
+  flush_input();
+  write_more();
+  read_more();
 }
 
 // -- writing ------------------------------------------------------------------------------
@@ -593,7 +627,7 @@ void connection::fail(const std::string& reason, bool handshake_error) {
       log(log_level::warning, component, last_error_.message());
       // Applications learn about failed attempts through error events.
       auto err = last_error_;
-      mgr_->rt->post([err](core_state& st) { st.emit_error(err); });
+      post_to_core([err](core_state& st) { st.emit_error(err); });
     }
   }
   finish_close(peer_end::lost, reason);
@@ -638,14 +672,27 @@ void connection::finish_close(peer_end why, const std::string& reason, bool limi
     log(log_level::info, component,
         std::string{why == peer_end::lost ? "lost peer " : "removed peer "}
           + to_string(remote_) + " (" + endpoint_text(address_, port_) + "): " + reason);
-    // The end travels behind the last message we decoded (one road into the core).
-    input_.add_event(source_event::make_detach(why, reason, limit));
-    if (in_)
-      in_->push_final(input_);
+    // The core learns of the end after the last message we decoded was routed.
+    detach_.emplace(why, reason);
+    detach_limit_ = limit;
+    flush_input(); // Routes what is left (or parks), then detaches.
   }
   mgr_->detached(this, remote_, attached_);
   if (outgoing_)
     on_outgoing_closed();
+}
+
+void connection::detach_when_routed() {
+  if (!detach_)
+    return;
+  auto [why, reason] = std::move(*detach_);
+  detach_.reset();
+  post_to_core([id = id_, why = why, reason = std::move(reason),
+                limit = detach_limit_](core_state& st) mutable {
+    if (limit)
+      st.count_limit_disconnect(handler_kind::peer);
+    st.remove_peer(id, why, std::move(reason));
+  });
 }
 
 void connection::on_outgoing_closed() {

@@ -10,25 +10,27 @@
 // Phase 3:
 //   - First, the origin-v1 probe (wire.hh): data waits until the peer's answer, at most one
 //     round trip, so that every data frame already has the right format.
-//   - Input in batches: a read takes what the socket has (up to 64 KiB); every complete
-//     frame is decoded on the strand; data and command messages, and the routing updates
-//     between them, go to the inbox in one push (one road into the core, in order). While
-//     the inbox is full the connection stops reading: TCP carries the back-pressure.
+//   - Input in batches, run to completion: a read takes what the socket has (up to 64 KiB);
+//     every complete frame is decoded on the strand, and the strand routes the data and
+//     command messages itself (core/net_input.hh, core/router.hh). A routing update is a
+//     barrier: the messages before it are routed, then the core applies it, and only then
+//     are the frames behind it routed. While a `block` sink lacks room the connection stops
+//     reading: TCP carries the back-pressure.
 //   - Output in gathered writes: pongs, the pending routing update and every queued message
 //     go out in one system call; a message's frame header is built per connection, its
 //     payload (the value bytes, encoded once per message) is referenced, not copied.
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
-//     disconnect); its input waiting for the core is bounded by broker.max-input-bytes.
-//   - The end (loss, unpeer, overflow) is a detach event behind the last message, handed
-//     over with whatever input is still waiting (push_final). A failed write ends the
-//     connection at once; closing never waits on a peer that does not read for longer than
-//     the BYE timeout.
+//     disconnect); its input waiting for room is at most what one read decoded.
+//   - The end (loss, unpeer, overflow) reaches the core after the last message was routed
+//     (a parked connection finishes routing first). A failed write ends the connection at
+//     once; closing never waits on a peer that does not read for longer than the BYE
+//     timeout.
 
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
-#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/core/net_input.hh"
 #include "broker/internal/io/gather.hh"
 #include "broker/internal/io/stream.hh"
 #include "broker/internal/peering/handshake.hh"
@@ -38,12 +40,15 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <optional>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace broker::internal {
 
+class core_state;
 struct outgoing_peering;
 struct peer_manager_impl;
 
@@ -89,8 +94,8 @@ public:
   /// Schedules a write on the strand (the send queue's ready callback).
   void schedule_write();
 
-  /// Resumes handing input to the core once the inbox has room (its release callback).
-  void on_inbox_room();
+  /// Resumes routing input once the sink it waited for has room (its waker).
+  void resume_input();
 
   const endpoint_id& remote() const noexcept { return remote_; }
   const std::string& address() const noexcept { return address_; }
@@ -103,7 +108,10 @@ public:
 
   /// Called by the manager while attaching (under its mutex).
   void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
-                      std::shared_ptr<source_inbox> in);
+                      std::unique_ptr<net_input> in);
+
+  /// What this connection routed (for the core's status page).
+  std::shared_ptr<source_stats> input_stats() const { return in_ ? in_->stats() : nullptr; }
 
   /// The filter we sent in the handshake.
   const filter_type& sent_filter() const noexcept { return sent_filter_; }
@@ -126,7 +134,9 @@ private:
   void handle_routing_update(std::string_view payload);
   void learn_extension(bool supported, std::string_view how);
   void flush_input();
+  void after_update();
   bool input_blocked() const noexcept;
+  void post_to_core(std::function<void(core_state&)> task);
 
   // -- writing
   void send_raw(std::string bytes);
@@ -140,6 +150,7 @@ private:
   void fail(const std::string& reason, bool handshake_error);
   void exceeded(std::string_view option, size_t limit, const std::string& what);
   void finish_close(peer_end why, const std::string& reason, bool limit = false);
+  void detach_when_routed();
   void on_outgoing_closed();
 
   std::shared_ptr<peer_manager_impl> mgr_;
@@ -167,13 +178,16 @@ private:
 
   uint64_t id_ = 0;
   std::shared_ptr<send_queue> out_;
-  std::shared_ptr<source_inbox> in_;
-  input_batch input_;
+  std::unique_ptr<net_input> in_;
+  std::optional<filter_type> update_; // A routing update behind the pending messages.
+  bool barrier_ = false;              // The core applies an update; frames behind it wait.
+  std::optional<std::pair<peer_end, std::string>> detach_; // Sent once the input is routed.
+  bool detach_limit_ = false;
   uint64_t malformed_ = 0;
   control_counters counters_;
 
   bool reading_ = false;
-  bool read_paused_ = false; // Handshake paused, or the inbox was full.
+  bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.
   bool writing_ = false;
   bool closing_ = false;     // Unpeering: BYE sent, waiting for its pong.
   bool closed_ = false;

@@ -3,7 +3,7 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/core/send_queue.hh"
-#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/core/net_input.hh"
 #include "broker/internal/peering/connection.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
 
@@ -42,11 +42,9 @@ peer_manager_impl::peer_manager_impl(endpoint_id own_id, const configuration& cf
     own(own_id),
     peer_capacity(cfg.peer_buffer_size()),
     peer_policy(cfg.peer_overflow_policy()),
-    inbox_capacity(cfg.publisher_buffer_size()),
     max_depth(cfg.max_nesting_depth()),
     max_subscriptions(cfg.peer_max_subscriptions()),
     max_control_bytes(cfg.max_pending_control_bytes()),
-    max_input_bytes(cfg.max_input_bytes()),
     rt(std::move(runtime)),
     next_id(std::move(ids)) {
 }
@@ -79,7 +77,6 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   auto remote = conn->remote();
   uint64_t id = 0;
   std::shared_ptr<send_queue> out;
-  std::shared_ptr<source_inbox> in;
   std::vector<std::weak_ptr<connection>> to_drop;
   {
     std::lock_guard<std::mutex> guard{mtx};
@@ -94,20 +91,13 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
     }
     id = next_id();
     out = std::make_shared<send_queue>(peer_capacity, peer_policy);
-    in = std::make_shared<source_inbox>(id, inbox_capacity);
-    in->set_byte_limit(max_input_bytes);
-    conn->set_attachment(id, out, in);
+    conn->set_attachment(id, out,
+                         std::make_unique<net_input>(rt->routing(), id, source_kind::remote));
   }
   std::weak_ptr<connection> weak = conn;
   out->on_ready([weak] {
     if (auto c = weak.lock())
       c->schedule_write();
-  });
-  out->on_room(rt->room_callback(id));
-  in->on_wake(rt->wake_callback(id));
-  in->on_release([weak] {
-    if (auto c = weak.lock())
-      c->on_inbox_room();
   });
   peer_attachment att;
   att.id = id;
@@ -116,7 +106,7 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.address = conn->address();
   att.port = conn->port();
   att.queue = out;
-  att.inbox = in;
+  att.stats = conn->input_stats();
   att.handshake_filter = conn->sent_filter();
   rt->post([att = std::move(att)](core_state& st) mutable { st.add_peer(std::move(att)); });
   io.get_logger().write(log_level::info, component,

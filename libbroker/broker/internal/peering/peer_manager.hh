@@ -6,21 +6,21 @@
 // Threads: the runtime's io_context runs every socket; each connection is a strand
 // (connection.hh). The manager's own tables (peer statuses for redundancy checks,
 // connections, outgoing peerings) are guarded by one mutex (peer_manager_impl.hh);
-// connections call in from their strands, the endpoint from application threads. The core
-// is reached only through the connections' inboxes and send queues, and
-// core_runtime::post() for error events.
+// connections call in from their strands, the endpoint from application threads. A
+// connection routes what it reads itself (core/router.hh); the core is reached only through
+// core_runtime::post() (attach, routing updates, errors, the end) and the send queues.
 //
 // Flow of one peering:
 //   1. listen() accepts, or peer() dials (re-dialing after `retry` until unpeered).
 //   2. The connection runs the handshake state machine; the manager's status table answers
 //      its redundancy checks (one live peering per remote id, doc/protocol/peering.md §3.6).
-//   3. On success the manager creates the peer's send queue and source inbox and posts
-//      core_state::add_peer(); from then on the core fills the queue and the connection
-//      drains it in gathered writes, while frames read from the socket are decoded on the
-//      strand and handed to the core in batches (reading stops while the inbox is full).
-//   4. On loss the connection hands a detach event (lost) to its inbox, behind its last
-//      message, and an outgoing peering is re-dialed; on unpeer() the connection sends BYE,
-//      waits for its pong (at most 3 s), and detaches (removed).
+//   3. On success the manager creates the peer's send queue and input and posts
+//      core_state::add_peer(); from then on routing threads fill the queue and the
+//      connection drains it in gathered writes, while frames read from the socket are
+//      decoded and routed on the strand (reading stops while a `block` sink lacks room).
+//   4. On loss the connection, once its last message is routed, posts remove_peer (lost),
+//      and an outgoing peering is re-dialed; on unpeer() the connection sends BYE, waits
+//      for its pong (at most 3 s), and detaches (removed).
 
 #include "broker/configuration.hh"
 #include "broker/endpoint_id.hh"

@@ -77,11 +77,9 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   const endpoint_id own;
   const size_t peer_capacity;
   const overflow_policy peer_policy;
-  const size_t inbox_capacity;
   const size_t max_depth;
   const size_t max_subscriptions;  ///< broker.peer-max-subscriptions.
   const size_t max_control_bytes;  ///< broker.max-pending-control-bytes.
-  const size_t max_input_bytes;    ///< broker.max-input-bytes.
   std::shared_ptr<core_runtime> rt;
   std::function<uint64_t()> next_id;
 

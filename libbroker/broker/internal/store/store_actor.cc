@@ -2,7 +2,8 @@
 
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
-#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/core/router.hh"
+#include "broker/internal/core/source_stats.hh"
 #include "broker/status.hh"
 #include "broker/topic.hh"
 
@@ -17,25 +18,32 @@ struct command_batch {
   std::vector<data_message> xs;
 };
 
+// The actor's other messages, one type each: the behavior dispatches on types.
+
+/// Starts the logic.
+struct start_msg {};
+
+/// The periodic tick (heartbeats, timeouts, expiries).
+struct tick_msg {};
+
+/// A sink that was full has room again: route the backlog.
+struct flush_msg {};
+
+/// Commits the backend's batch after everything already in the mailbox.
+struct commit_msg {};
+
 } // namespace broker::internal
 
 // Local-only message types: they never cross a process boundary, so they need no
 // serialization (no inspect() and no type id; CAF 0.17 allows that with this macro).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::store_task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::command_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::start_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::tick_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::flush_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(broker::internal::commit_msg)
 
 namespace broker::internal {
-
-namespace {
-
-using cmd_atom = caf::atom_constant<caf::atom("cmd")>;
-using run_atom = caf::atom_constant<caf::atom("run")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using flush_atom = caf::atom_constant<caf::atom("flush")>;
-using commit_atom = caf::atom_constant<caf::atom("commit")>;
-using start_atom = caf::atom_constant<caf::atom("start")>;
-
-} // namespace
 
 /// The handle every sender of mailbox messages shares; cut by stop().
 struct store_link {
@@ -62,40 +70,41 @@ struct store_link {
 
 // -- store_sink -----------------------------------------------------------------------------
 
-void store_sink::deliver(std::vector<data_message>& xs) {
-  if (xs.empty())
+void store_sink::deliver(const data_message* xs, size_t n) {
+  if (n == 0)
     return;
-  pending_.fetch_add(xs.size(), std::memory_order_acq_rel);
-  deliver_(std::move(xs));
-  xs.clear();
+  pending_.fetch_add(n, std::memory_order_acq_rel);
+  deliver_(std::vector<data_message>(xs, xs + n));
 }
 
-bool store_sink::request_wakeup(size_t n, size_t capacity) {
+bool store_sink::request_room(size_t n, size_t capacity, room_waiters::waker waker) {
   std::lock_guard<std::mutex> guard{mtx_};
+  // Under the lock: consumed() takes it before looking at the waiters.
   if (pending() + n <= capacity)
     return true;
-  wakeup_ = true;
   low_water_ = capacity / 2;
-  // Re-check under the lock: consumed() takes it before looking at wakeup_.
-  if (pending() + n <= capacity) {
-    wakeup_ = false;
-    return true;
-  }
+  waiters_.add(std::move(waker));
   return false;
 }
 
 void store_sink::consumed(size_t n) {
   auto left = pending_.fetch_sub(n, std::memory_order_acq_rel) - n;
-  std::function<void()> fire;
+  std::vector<room_waiters::waker> wake;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (wakeup_ && left <= low_water_) {
-      wakeup_ = false;
-      fire = room_;
-    }
+    if (!waiters_.empty() && left <= low_water_)
+      wake = waiters_.take();
   }
-  if (fire)
-    fire();
+  room_waiters::wake(wake);
+}
+
+void store_sink::close() {
+  std::vector<room_waiters::waker> wake;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    wake = waiters_.take();
+  }
+  room_waiters::wake(wake);
 }
 
 // -- store_frontend -------------------------------------------------------------------------
@@ -113,7 +122,7 @@ store_frontend::~store_frontend() {
 }
 
 bool store_frontend::post(store_task fn) {
-  return link != nullptr && link->send(run_atom::value, std::move(fn));
+  return link != nullptr && link->send(std::move(fn));
 }
 
 error store_frontend::write(store_op op) {
@@ -212,7 +221,9 @@ void store_frontend::stop() {
 namespace {
 
 struct store_setup {
-  std::shared_ptr<source_inbox> inbox;
+  std::shared_ptr<router> routing;
+  route_source self;
+  std::shared_ptr<source_stats> stats;
   std::shared_ptr<store_sink> sink;
   timespan tick_interval;
   std::function<std::unique_ptr<store_logic>(store_env&)> make_logic;
@@ -222,7 +233,9 @@ class store_actor : public caf::event_based_actor, public store_env {
 public:
   store_actor(caf::actor_config& cfg, store_setup setup)
     : caf::event_based_actor(cfg),
-      inbox_(std::move(setup.inbox)),
+      router_(std::move(setup.routing)),
+      self_(setup.self),
+      stats_(std::move(setup.stats)),
       sink_(std::move(setup.sink)),
       tick_(std::chrono::duration_cast<std::chrono::milliseconds>(setup.tick_interval)),
       logic_(setup.make_logic(*this)) {
@@ -233,29 +246,32 @@ public:
 
   caf::behavior make_behavior() override {
     return {
-      [this](start_atom) {
+      [this](start_msg) {
         logic_->start(now());
-        delayed_send(this, tick_, tick_atom::value);
+        delayed_send(this, tick_, tick_msg{});
         after_work();
       },
-      [this](cmd_atom, const command_batch& batch) {
+      [this](const command_batch& batch) {
         auto t = now();
         for (auto& msg : batch.xs)
           logic_->handle(msg.topic(), msg.impl().binary(), t);
         sink_->consumed(batch.xs.size());
         after_work();
       },
-      [this](run_atom, const store_task& task) {
+      [this](const store_task& task) {
         task(*logic_, now());
         after_work();
       },
-      [this](tick_atom) {
+      [this](tick_msg) {
         logic_->tick(now());
-        delayed_send(this, tick_, tick_atom::value);
+        delayed_send(this, tick_, tick_msg{});
         after_work();
       },
-      [this](flush_atom) { push_backlog(); },
-      [this](commit_atom) {
+      [this](flush_msg) {
+        flush_pending_ = false;
+        push_backlog();
+      },
+      [this](commit_msg) {
         commit_scheduled_ = false;
         logic_->flush();
         push_backlog();
@@ -266,7 +282,6 @@ public:
   void on_exit() override {
     if (logic_)
       logic_->flush();
-    inbox_->close();
     logic_.reset();
   }
 
@@ -297,29 +312,46 @@ private:
     push_backlog();
     if (!commit_scheduled_) {
       commit_scheduled_ = true;
-      send(this, commit_atom::value);
+      send(this, commit_msg{});
     }
   }
 
+  /// Routes what the logic published; what a full sink cannot take waits for its waker.
   void push_backlog() {
-    if (backlog_pos_ < backlog_.size())
-      backlog_pos_ += inbox_->try_push_some(backlog_, backlog_pos_);
-    if (backlog_pos_ == backlog_.size()) {
-      backlog_.clear();
-      backlog_pos_ = 0;
+    if (flush_pending_ || backlog_pos_ == backlog_.size())
+      return;
+    auto before = backlog_pos_;
+    auto res = router_->route(self_, backlog_.data(), backlog_.size(), backlog_pos_,
+                              waker());
+    stats_->add_routed(backlog_pos_ - before);
+    if (res == route_status::parked) {
+      flush_pending_ = true; // The waker sends flush_msg.
+      stats_->set_state(true, backlog_.size() - backlog_pos_);
+      return;
     }
+    // Done, or the endpoint shut down (nobody left to receive the rest).
+    stats_->set_state(false, 0);
+    backlog_.clear();
+    backlog_pos_ = 0;
+  }
+
+  room_waker waker() {
+    return [hdl = caf::actor_cast<caf::actor>(this)] { caf::anon_send(hdl, flush_msg{}); };
   }
 
   static timestamp now() {
     return broker::now();
   }
 
-  std::shared_ptr<source_inbox> inbox_;
+  std::shared_ptr<router> router_;
+  route_source self_;
+  std::shared_ptr<source_stats> stats_;
   std::shared_ptr<store_sink> sink_;
   std::chrono::milliseconds tick_;
   std::unique_ptr<store_logic> logic_;
   std::vector<data_message> backlog_;
   size_t backlog_pos_ = 0;
+  bool flush_pending_ = false;
   bool commit_scheduled_ = false;
 };
 
@@ -330,32 +362,30 @@ spawn_store(core_runtime& rt, uint64_t id, handler_kind kind,
             const std::vector<std::string>& topics, size_t capacity, timespan tick_interval,
             std::shared_ptr<store_frontend> fe,
             std::function<std::unique_ptr<store_logic>(store_env&)> make_logic) {
-  auto* sys = static_cast<caf::actor_system*>(rt.actor_system());
+  auto* sys = rt.actor_system();
   if (sys == nullptr)
     return nullptr;
   auto link = std::make_shared<store_link>();
   auto sink = std::make_shared<store_sink>([link](std::vector<data_message> xs) {
-    link->send(cmd_atom::value, command_batch{std::move(xs)});
+    link->send(command_batch{std::move(xs)});
   });
-  sink->on_room(rt.room_callback(id));
-  auto inbox = std::make_shared<source_inbox>(id, capacity);
-  inbox->on_wake(rt.wake_callback(id));
-  inbox->on_release([link] { link->send(flush_atom::value); });
-  store_setup setup{inbox, sink, tick_interval, std::move(make_logic)};
+  auto stats = std::make_shared<source_stats>(source_kind::store);
+  store_setup setup{rt.routing(), route_source{id, source_kind::store}, stats, sink,
+                    tick_interval, std::move(make_logic)};
   link->hdl = sys->spawn<store_actor>(std::move(setup));
   fe->link = link;
   filter_type filter;
   for (auto& x : topics)
     filter.emplace_back(x);
-  auto attached = rt.run([inbox, sink, id, kind, capacity, filter](core_state& st) {
-    st.add_source(inbox);
-    st.add_handler(std::make_unique<store_handler>(id, kind, capacity, sink), filter);
+  auto attached = rt.run([stats, sink, id, kind, capacity, filter](core_state& st) {
+    st.add_source(id, stats);
+    st.add_handler(std::make_shared<store_handler>(id, kind, capacity, sink), filter);
   });
   if (!attached) {
     fe->stop();
     return nullptr;
   }
-  link->send(start_atom::value);
+  link->send(start_msg{});
   return fe;
 }
 

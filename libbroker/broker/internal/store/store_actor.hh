@@ -4,15 +4,15 @@
 // (doc/architecture.md, "Threads" and "Data stores"), behind a CAF-free interface.
 //
 // Pieces and threads:
-//   - store_handler (core thread): the store's output handler in the core's index, policy
-//     `block`, accepting command messages only. A flush hands the batch to the actor as one
-//     mailbox message; buffered() counts what the actor has not processed yet, so the core
-//     parks sources when a store falls behind and no other handler loses anything.
+//   - store_handler (any routing thread): the store's output handler in the core's index,
+//     policy `block`, accepting command messages only. A push hands the run to the actor as
+//     one mailbox message; buffered() counts what the actor has not processed yet, so
+//     sources park when a store falls behind and no other handler loses anything.
 //   - the actor (a CAF worker): drives store_logic with those batches (each command's received
-//     bytes: the logic decodes them), with API requests and with a periodic tick; it publishes
-//     through its own source_inbox and never blocks (what does not fit waits in the actor
-//     until the inbox releases room). Commands it publishes carry their encoding as the
-//     message's binary form, which peers send as is.
+//     bytes: the logic decodes them), with API requests and with a periodic tick; it routes
+//     what it publishes itself (core/router.hh) and never blocks: what a full sink cannot
+//     take waits in the actor until the sink's waker tells it to try again. Commands it
+//     publishes carry their encoding as the message's binary form, which peers send as is.
 //   - store_frontend (any thread): what the public `store` handles share. Requests become
 //     mailbox messages; blocking calls wait on a promise with a timeout. Writes are bounded
 //     in flight: a writer waits while too many of its writes are unprocessed.
@@ -20,6 +20,7 @@
 #include "broker/data.hh"
 #include "broker/error.hh"
 #include "broker/internal/core/handler.hh"
+#include "broker/internal/core/room_waiters.hh"
 #include "broker/internal/store/store_logic.hh"
 #include "broker/time.hh"
 
@@ -34,7 +35,6 @@
 namespace broker::internal {
 
 class core_runtime;
-class source_inbox;
 struct store_link;
 
 /// Counts the commands a store's handler handed to its actor (see the file comment).
@@ -46,25 +46,25 @@ public:
 
   size_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
 
-  /// Core side: hands `xs` to the actor.
-  void deliver(std::vector<data_message>& xs);
+  /// Routing side: hands copies of `n` messages to the actor.
+  void deliver(const data_message* xs, size_t n);
 
-  /// Core side: true if `n` more fit under `capacity` now; otherwise the room callback fires
-  /// once when the actor has worked the backlog down to half the capacity.
-  bool request_wakeup(size_t n, size_t capacity);
+  /// Routing side: true if `n` more fit under `capacity` now; otherwise `waker` runs once
+  /// when the actor has worked the backlog down to half the capacity (or the store stops).
+  bool request_room(size_t n, size_t capacity, room_waiters::waker waker);
 
   /// Actor side: `n` commands were processed.
   void consumed(size_t n);
 
-  void on_room(std::function<void()> fn) { room_ = std::move(fn); }
+  /// The store stops: wakes every waiting source.
+  void close();
 
 private:
   deliver_fn deliver_;
   std::atomic<size_t> pending_{0};
   std::mutex mtx_;
-  bool wakeup_ = false;
   size_t low_water_ = 0;
-  std::function<void()> room_;
+  room_waiters waiters_;
 };
 
 /// The store's handler in the core (see the file comment).
@@ -78,13 +78,20 @@ public:
 
   size_t buffered() const noexcept override { return sink_->pending(); }
 
-  bool request_wakeup(size_t n) override { return sink_->request_wakeup(n, capacity()); }
+  bool request_room(size_t n, room_waker waker) override {
+    return sink_->request_room(n, capacity(), std::move(waker));
+  }
+
+  void close() override {
+    handler::close();
+    sink_->close();
+  }
 
 protected:
-  push_result do_flush(std::vector<data_message>& xs, std::vector<route_info>&) override {
+  push_result do_push(const data_message* xs, const route_info*, size_t n) override {
     push_result result;
-    result.accepted = xs.size();
-    sink_->deliver(xs);
+    result.accepted = n;
+    sink_->deliver(xs, n);
     return result;
   }
 

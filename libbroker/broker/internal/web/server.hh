@@ -50,14 +50,12 @@ struct http_options {
   std::string version;              ///< Our version, for the ack.
   size_t buffer_size = 512;         ///< broker.web-socket-buffer-size.
   overflow_policy policy = overflow_policy::disconnect;
-  size_t inbox_capacity = 1024;     ///< Messages in flight from one client.
   size_t max_message_size = 16 * 1024 * 1024;
   size_t max_clients = 10000;
   size_t max_depth = 128;
   size_t handshake_timeout_ms = 10000;
   size_t max_subscriptions = 100000;      ///< broker.web-socket.max-subscriptions.
   size_t max_control_bytes = 1024 * 1024; ///< broker.max-pending-control-bytes.
-  size_t max_input_bytes = 64 * 1024 * 1024; ///< broker.max-input-bytes.
 };
 
 /// One listening server (see the file comment).

@@ -187,8 +187,7 @@ void ws_session::on_first_message(std::string_view text) {
   }
   id_ = srv_->next_id();
   out_ = std::make_shared<send_queue>(opts.buffer_size, opts.policy);
-  in_ = std::make_shared<source_inbox>(id_, opts.inbox_capacity);
-  in_->set_byte_limit(opts.max_input_bytes);
+  in_ = std::make_unique<net_input>(srv_->rt->routing(), id_, source_kind::client);
   std::weak_ptr<ws_session> weak = shared_from_this();
   auto exec = conn_->get_executor();
   auto srv = srv_;
@@ -196,15 +195,6 @@ void ws_session::on_first_message(std::string_view text) {
     srv->post(exec, [weak] {
       if (auto self = weak.lock())
         self->write_more();
-    });
-  });
-  in_->on_wake(srv_->rt->wake_callback(id_));
-  in_->on_release([weak, exec, srv] {
-    srv->post(exec, [weak] {
-      if (auto self = weak.lock()) {
-        self->flush_input();
-        self->read_more();
-      }
     });
   });
   client_attachment att;
@@ -215,7 +205,7 @@ void ws_session::on_first_message(std::string_view text) {
   att.address = address_;
   att.port = port_;
   att.queue = out_;
-  att.inbox = in_;
+  att.stats = in_->stats();
   // The ack goes out only after the core subscribed us (doc/protocol/websocket.md §4.2; Broker
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
@@ -254,18 +244,38 @@ void ws_session::on_text(std::string_view text) {
       json::make_error("deserialization_failed", json::error_context(inputs_, res))));
     return;
   }
-  input_.add(data_message{std::move(topic), std::move(value)}, text.size());
+  in_->add(data_message{std::move(topic), std::move(value)});
 }
 
 void ws_session::flush_input() {
-  if (!in_ || input_.done())
+  if (!in_)
     return;
-  if (in_->try_push_some(input_)) {
-    input_.clear();
+  // The waker holds the session: a parked session lives until it routed its input.
+  auto self = shared_from_this();
+  auto waker = [self] {
+    self->srv_->post(self->conn_->get_executor(), [self] {
+      self->flush_input();
+      self->read_more();
+    });
+  };
+  if (in_->flush(waker)) {
     read_paused_ = false;
+    if (detach_)
+      detach_when_routed();
   } else {
     read_paused_ = true; // A flooding client is slowed by TCP, never disconnected.
   }
+}
+
+void ws_session::detach_when_routed() {
+  auto [why, reason, limit] = std::move(*detach_);
+  detach_.reset();
+  srv_->rt->post([id = id_, why = why, reason = std::move(reason),
+                  limit = limit](core_state& st) mutable {
+    if (limit)
+      st.count_limit_disconnect(handler_kind::web_socket);
+    st.remove_client(id, why, std::move(reason));
+  });
 }
 
 // -- writing ------------------------------------------------------------------------------
@@ -279,7 +289,9 @@ void ws_session::queue_control(std::string frame) {
                 + std::to_string(srv_->opts.max_control_bytes);
     log(log_level::warning, component, text + "; disconnecting");
     if (registered_)
-      input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
+      srv_->rt->post([err = error{ec::limit_exceeded, text}](core_state& st) {
+        st.emit_error(err);
+      });
     finish(peer_end::removed, "exceeded broker.max-pending-control-bytes", true);
   }
 }
@@ -398,10 +410,12 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     if (phase_ == phase::attached)
       log(log_level::info, component,
           "client " + to_string(client_id_) + " removed: " + reason);
-    // The end travels behind the client's last message (one road into the core), with
-    // whatever input still waited for room.
-    input_.add_event(source_event::make_detach(why, std::move(reason), limit));
-    in_->push_final(input_);
+    // The core learns of the end after the client's last message was routed.
+    detach_.emplace(why, std::move(reason), limit);
+    if (in_)
+      flush_input();
+    else
+      detach_when_routed();
   }
   close_transport();
   srv_->untrack(this); // Last: every caller holds its own reference.

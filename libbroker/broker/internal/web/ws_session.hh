@@ -4,7 +4,8 @@
 //
 // Owner: the session runs on its connection's strand; the server's session table and the
 // handlers of pending operations keep it alive. Other threads reach it only through posts
-// gated by the server (send queue ready, inbox room, the core's attach answer, shutdown).
+// gated by the server (send queue ready, room in a sink, the core's attach answer,
+// shutdown).
 //
 // Flow:
 //   1. http_session validated the upgrade; the session writes the 101 response (and
@@ -12,11 +13,12 @@
 //   2. The first text message must be a JSON array of topic strings; otherwise an error
 //      frame, then close 1008. The session posts core_state::add_client() and sends the ack
 //      only after the core ran it, so anything published after the ack reaches the client.
-//   3. Input in batches: each read takes what the socket has; every complete frame is
-//      decoded on the strand, straight from the read buffer, and all data messages of the
-//      read go to the inbox in one push. Bad input gets an error frame, the connection stays
-//      open. While the inbox is full (messages, or broker.max-input-bytes), or while many
-//      control frames wait to be written, the session stops reading (TCP back-pressure).
+//   3. Input in batches, run to completion: each read takes what the socket has; every
+//      complete frame is decoded on the strand, straight from the read buffer, and the
+//      strand routes all data messages of the read itself (core/net_input.hh). Bad input
+//      gets an error frame, the connection stays open. While a `block` sink lacks room, or
+//      while many control frames wait to be written, the session stops reading (TCP
+//      back-pressure).
 //      Budgets end the session with an error naming the option: more subscriptions than
 //      broker.web-socket.max-subscriptions, more unread control output than
 //      broker.max-pending-control-bytes.
@@ -26,13 +28,13 @@
 //      client gets a backpressure_overflow error frame, then close 1000.
 //   5. Closing: a client's close frame is answered with the same code; a violation of the
 //      protocol with 1002/1003/1007/1009. After our own close frame the session waits for
-//      the client's (bounded), then ends. Ending pushes a detach event into the inbox, after
-//      the client's last message (one road into the core).
+//      the client's (bounded), then ends. The core learns of the end once the client's last
+//      message was routed.
 
 #include "broker/internal/codec/json.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
-#include "broker/internal/core/source_inbox.hh"
+#include "broker/internal/core/net_input.hh"
 #include "broker/internal/io/gather.hh"
 #include "broker/internal/io/stream.hh"
 #include "broker/internal/web/ws_frame.hh"
@@ -43,6 +45,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace broker::internal {
 
@@ -82,6 +85,7 @@ private:
   void on_attached();
   void on_text(std::string_view text);
   void flush_input();
+  void detach_when_routed();
   bool input_blocked() const noexcept;
 
   // -- writing
@@ -109,15 +113,16 @@ private:
   uint64_t id_ = 0;
   endpoint_id client_id_ = endpoint_id::random();
   std::shared_ptr<send_queue> out_;
-  std::shared_ptr<source_inbox> in_;
+  std::unique_ptr<net_input> in_;
+  /// The end, told to the core once the input is routed: why, reason, over a budget.
+  std::optional<std::tuple<peer_end, std::string, bool>> detach_;
   bool registered_ = false; ///< add_client() is posted: the end must detach the client.
 
   // Input.
-  input_batch input_;
   json::decoder decoder_; ///< Reuses its scratch memory from message to message.
   size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
   bool reading_ = false;
-  bool read_paused_ = false; ///< Waiting for inbox room or for control frames to drain.
+  bool read_paused_ = false; ///< Waiting for room in a sink or for control frames to drain.
 
   // Output.
   std::string ctrl_;        ///< Control frames waiting, in order.
