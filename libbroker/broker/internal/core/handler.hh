@@ -18,7 +18,7 @@
 //   3. A sink wakes its consumer only when it goes from empty to non-empty.
 
 #include "broker/endpoint_id.hh"
-#include "broker/internal/core/bounded_queue.hh"
+#include "broker/internal/core/mpsc_ring.hh"
 #include "broker/internal/core/topic_index.hh"
 #include "broker/message.hh"
 #include "broker/metrics.hh"

@@ -9,9 +9,7 @@
 namespace broker::internal {
 
 local_queue::local_queue(size_t capacity, overflow_policy policy)
-  : capacity_(capacity == 0 ? 1 : capacity),
-    low_water_(capacity_ / 2),
-    items_(capacity_, policy) {
+  : low_water_((capacity == 0 ? 1 : capacity) / 2), items_(capacity, policy) {
   fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -22,7 +20,7 @@ local_queue::~local_queue() {
 
 void local_queue::signal_ready() {
   uint64_t one = 1;
-  // Cannot fail short of counter overflow: the counter only ever holds 0 or 1 here.
+  // Cannot fail short of counter overflow: the counter stays tiny.
   [[maybe_unused]] auto n = ::write(fd_, &one, sizeof(one));
 }
 
@@ -32,20 +30,13 @@ void local_queue::clear_ready() {
 }
 
 push_result local_queue::push(const data_message* xs, size_t n) {
-  push_result result;
-  if (n == 0)
-    return result;
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (closed_.load(std::memory_order_relaxed)) {
-    // The consumer is gone (or was disconnected before): nobody can lose these.
-    return result;
-  }
-  bool was_empty = items_.empty();
-  result = items_.push_n(n, [xs](size_t i) { return xs[i]; });
+  if (n == 0 || closed())
+    return {}; // The consumer is gone (or was disconnected before): nobody can lose these.
+  bool was_empty = false;
+  auto result = items_.push(n, [xs](size_t i) { return xs[i]; }, was_empty);
   if (result.disconnected)
     closed_.store(true, std::memory_order_release);
-  size_.store(items_.size(), std::memory_order_release);
-  if (was_empty && (!items_.empty() || result.disconnected))
+  if (was_empty && (result.accepted > 0 || result.disconnected))
     signal_ready();
   return result;
 }
@@ -58,10 +49,13 @@ push_result local_queue::push(std::vector<data_message>& xs) {
 
 bool local_queue::request_room(size_t needed, room_waiter_fn waker) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (items_.size() + needed <= capacity_ || closed_.load(std::memory_order_relaxed))
+  if (closed())
     return true;
   waiters_.add(std::move(waker));
-  return false;
+  has_waiters_.store(true, std::memory_order_seq_cst);
+  // Look again after registering: a pop that shrank the queue before it saw the flag
+  // left room that is visible here (the waker may then fire once more, harmlessly).
+  return items_.size() + needed <= items_.capacity();
 }
 
 void local_queue::close() noexcept {
@@ -70,43 +64,43 @@ void local_queue::close() noexcept {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_.exchange(true))
       return;
-    if (items_.empty())
-      signal_ready();
+    // Readable from now on: consumers notice the end after the last message.
+    signal_ready();
     wake = waiters_.take();
+    has_waiters_.store(false, std::memory_order_relaxed);
   }
   room_waiters::wake(wake);
 }
 
 size_t local_queue::pop(std::vector<data_message>& out, size_t max) {
-  std::vector<room_waiter_fn> wake;
-  size_t n = 0;
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    n = items_.pop(out, max);
-    if (n == 0)
-      return 0;
-    size_.store(items_.size(), std::memory_order_release);
+  size_t left = 0;
+  auto n = items_.pop(out, max, [this, &left](size_t have) {
+    left = have;
     // Closed queues keep the descriptor readable so consumers notice the end.
-    if (items_.empty() && !closed_.load(std::memory_order_relaxed))
+    if (have == 0 && !closed())
       clear_ready();
-    if (items_.size() <= low_water_ && !waiters_.empty())
+  });
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (left <= low_water_ && has_waiters_.load(std::memory_order_seq_cst)) {
+    std::vector<room_waiter_fn> wake;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
       wake = waiters_.take();
+      has_waiters_.store(false, std::memory_order_relaxed);
+    }
+    room_waiters::wake(wake);
   }
-  room_waiters::wake(wake);
   return n;
 }
 
-bool local_queue::wait(std::chrono::milliseconds timeout) const {
+bool local_queue::wait(std::chrono::milliseconds timeout) {
   using clock = std::chrono::steady_clock;
   auto deadline = clock::now() + timeout;
   for (;;) {
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      if (!items_.empty())
-        return true;
-      if (closed_.load(std::memory_order_relaxed))
-        return false;
-    }
+    if (items_.size() > 0)
+      return true;
+    if (closed())
+      return items_.size() > 0;
     int ms = -1;
     if (timeout.count() >= 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
@@ -115,8 +109,18 @@ bool local_queue::wait(std::chrono::milliseconds timeout) const {
       ms = static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
     }
     pollfd pfd{fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, ms) < 0 && errno != EINTR)
+    auto res = ::poll(&pfd, 1, ms);
+    if (res < 0 && errno != EINTR)
       return false;
+    if (res > 0 && items_.size() == 0 && !closed()) {
+      // Readable but empty: a push raced with the last pop. Drain the descriptor where no
+      // producer can push, so the next poll() blocks again.
+      std::vector<data_message> none;
+      items_.pop(none, 0, [this](size_t have) {
+        if (have == 0)
+          clear_ready();
+      });
+    }
   }
 }
 

@@ -4,22 +4,23 @@
 // consumer (a subscriber or hub object used by an application thread).
 //
 // Threads: any routing thread pushes (the I/O thread that read a message, a publishing
-// application thread, the core for its events); exactly one application thread pops. Both
-// sides take the mutex once per batch; the size is mirrored in an atomic so that routers
-// can check for room without locking.
+// application thread, the core for its events), in the common case without a lock
+// (mpsc_ring.hh); exactly one application thread pops.
 //
-// Readiness: an eventfd is readable exactly while the queue is non-empty or closed, so an
+// Readiness: an eventfd is readable while the queue is non-empty or closed, so an
 // application can poll() it together with its own sockets. It is written only on the
-// empty -> non-empty transition and drained on the non-empty -> empty transition: one
-// syscall pair per burst, not per message.
+// empty -> non-empty transition and drained when a pop leaves the queue empty (inside the
+// ring's exclusive section, where no producer can push): one syscall pair per burst, not
+// per message. A pop may rarely find the descriptor readable and the queue empty (a push
+// that raced with it); that pop drains the descriptor again.
 //
 // Back-pressure (policy `block`): a source that finds no room calls request_room() with a
 // waker; the consumer, once it has popped the queue down to the low-water mark, calls every
-// waiting source's waker once (outside the lock). request_room() checks for room under the
-// same mutex the consumer pops under, so a pop that races with the request is never lost.
-// close() wakes every waiter too.
+// waiting source's waker once (outside any lock). The source registers before it looks at
+// the size one more time, and the consumer looks for waiters after it shrank the queue, so
+// one of them always sees the other. close() wakes every waiter too.
 
-#include "broker/internal/core/bounded_queue.hh"
+#include "broker/internal/core/mpsc_ring.hh"
 #include "broker/internal/core/room_waiters.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
@@ -44,11 +45,14 @@ public:
   local_queue(const local_queue&) = delete;
   local_queue& operator=(const local_queue&) = delete;
 
-  size_t capacity() const noexcept { return capacity_; }
+  size_t capacity() const noexcept { return items_.capacity(); }
   overflow_policy policy() const noexcept { return items_.policy(); }
 
-  /// Number of queued messages (exact under the lock, approximate outside).
-  size_t size() const noexcept { return size_.load(std::memory_order_acquire); }
+  /// Number of queued messages (a snapshot while others push).
+  size_t size() const noexcept { return items_.size(); }
+
+  /// Slots of memory the queue holds (for tests of the memory bound).
+  size_t slots() const noexcept { return items_.slots(); }
 
   /// The readiness descriptor (see the file comment).
   int fd() const noexcept { return fd_; }
@@ -79,19 +83,18 @@ public:
 
   /// Blocks until a message is available, the queue is closed, or `timeout` passed
   /// (a negative timeout waits forever). Returns true if a message is available.
-  bool wait(std::chrono::milliseconds timeout) const;
+  bool wait(std::chrono::milliseconds timeout);
 
 private:
-  void signal_ready(); // Pre: mtx_ held.
-  void clear_ready();  // Pre: mtx_ held.
+  void signal_ready();
+  void clear_ready();
 
-  const size_t capacity_;
   const size_t low_water_;
   int fd_ = -1;
-  mutable std::mutex mtx_;
-  bounded_buffer<data_message> items_;
-  std::atomic<size_t> size_{0};
+  mpsc_ring<data_message> items_;
   std::atomic<bool> closed_{false};
+  std::mutex mtx_; // Guards waiters_ and closing.
+  std::atomic<bool> has_waiters_{false};
   room_waiters waiters_;
 };
 

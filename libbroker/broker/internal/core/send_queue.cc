@@ -1,6 +1,5 @@
 #include "broker/internal/core/send_queue.hh"
 
-
 namespace broker::internal {
 
 send_queue::send_queue(size_t capacity, overflow_policy policy) : items_(capacity, policy) {
@@ -11,32 +10,37 @@ void send_queue::on_ready(std::function<void()> callback) {
   ready_ = std::move(callback);
 }
 
-void send_queue::notify_locked(std::function<void()>& cb) {
-  if (!scheduled_ && (!items_.empty() || announcement_ || closed_)) {
-    scheduled_ = true;
-    cb = ready_;
-  }
-}
-
-push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
-  push_result result;
+void send_queue::schedule() {
+  // Pairs with take(): it clears `scheduled_` and then looks at the queue, we filled the
+  // queue and then look at `scheduled_`; one of the two sees the other.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (scheduled_.load(std::memory_order_seq_cst) || scheduled_.exchange(true))
+    return;
   std::function<void()> cb;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (!closed_) {
-      result = items_.push_n(n, [xs, routes](size_t i) {
-        return send_item{xs[i], routes != nullptr ? routes[i] : route_info{}};
-      });
-      if (result.disconnected) {
-        overflowed_ = true;
-        closed_ = true;
-      }
-      size_.store(items_.size(), std::memory_order_relaxed);
-      notify_locked(cb);
-    }
+    cb = ready_;
   }
   if (cb)
     cb();
+}
+
+push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
+  if (n == 0 || closed())
+    return {};
+  bool was_empty = false;
+  auto result = items_.push(
+    n,
+    [xs, routes](size_t i) {
+      return send_item{xs[i], routes != nullptr ? routes[i] : route_info{}};
+    },
+    was_empty);
+  if (result.disconnected) {
+    overflowed_.store(true, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+  }
+  if (result.accepted > 0 || result.disconnected)
+    schedule();
   return result;
 }
 
@@ -48,59 +52,65 @@ push_result send_queue::push(std::vector<data_message>& xs, std::vector<route_in
 }
 
 void send_queue::announce(filter_type filter) {
-  std::function<void()> cb;
+  if (closed())
+    return;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (closed_)
-      return;
     announcement_ = std::move(filter);
-    notify_locked(cb);
+    has_extra_.store(true, std::memory_order_seq_cst);
   }
-  if (cb)
-    cb();
+  schedule();
 }
 
 void send_queue::close() {
-  std::function<void()> cb;
   std::vector<room_waiters::waker> wake;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (closed_.exchange(true))
       return;
-    notify_locked(cb);
     wake = waiters_.take();
   }
-  if (cb)
-    cb();
+  schedule();
   room_waiters::wake(wake);
 }
 
 bool send_queue::request_room(size_t n, room_waiters::waker waker) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (items_.size() + n <= items_.capacity() || closed_)
+  if (closed())
     return true;
   waiters_.add(std::move(waker));
-  return false;
+  has_extra_.store(true, std::memory_order_seq_cst);
+  // Look again after registering: take() empties the queue and then looks for waiters.
+  return items_.size() + n <= items_.capacity();
 }
 
 bool send_queue::take(send_batch& out, std::optional<filter_type>& announcement) {
-  std::vector<room_waiters::waker> wake;
-  std::unique_lock<std::mutex> guard{mtx_};
-  if (!waiters_.empty())
-    wake = waiters_.take(); // Taking everything frees the whole queue.
-  auto n = items_.take_all(out);
-  size_.store(0, std::memory_order_relaxed);
-  if (announcement_) {
-    announcement = std::move(announcement_);
-    announcement_.reset();
+  for (;;) {
+    items_.pop(out, SIZE_MAX);
+    std::vector<room_waiters::waker> wake;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (has_extra_.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (announcement_) {
+        announcement = std::move(announcement_);
+        announcement_.reset();
+      }
+      wake = waiters_.take(); // Taking everything frees the whole queue.
+      has_extra_.store(false, std::memory_order_relaxed);
+    }
+    room_waiters::wake(wake);
+    if (!out.empty() || announcement)
+      return true;
+    if (closed())
+      return false;
+    // Nothing found: the connection goes idle and the next push must wake it. A push that
+    // raced with this saw `scheduled_` still set, so look once more.
+    scheduled_.store(false, std::memory_order_seq_cst);
+    if (items_.size() == 0 && !has_extra_.load(std::memory_order_seq_cst))
+      return true;
+    if (scheduled_.exchange(true))
+      return true; // A push scheduled the connection again; its wake-up will take.
   }
-  // Nothing found: the connection goes idle and the next push must wake it.
-  if (n == 0 && !announcement)
-    scheduled_ = false;
-  bool result = !closed_ || n > 0 || announcement;
-  guard.unlock();
-  room_waiters::wake(wake);
-  return result;
 }
 
 } // namespace broker::internal

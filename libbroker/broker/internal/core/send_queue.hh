@@ -3,21 +3,20 @@
 // send_queue: the bounded send queue between the routing threads (producers) and one
 // network connection (consumer, on its Asio strand): a peering or a WebSocket client.
 //
-// Threads: any routing thread pushes data (one lock per run of messages); the core pushes
-// routing announcements; the connection's strand takes
-// everything at once and writes it with one gathered system call. The ready callback (a post
-// to the strand) fires only when the connection is idle: after a take() that found
+// Threads: any routing thread pushes data, in the common case without a lock
+// (mpsc_ring.hh); the core pushes routing announcements; the connection's strand takes
+// everything at once and writes it with one gathered system call. The ready callback (a
+// post to the strand) fires only when the connection is idle: after a take() that found
 // something, the queue counts the connection as busy until a take() finds nothing, so a
 // busy connection gets no posts at all, and an idle one exactly one per burst.
 //
-// Policies: drop_oldest, drop_newest, disconnect (peers never block anybody; doc/architecture.md,
-// "Core, handlers and overflow policies").
-// The one exception: data-store commands wait for room (request_room),
-// because a burst of replication traffic is no sign of a slow peer.
-// Routing announcements (peers only) are not data: they are never dropped, and only the newest one
-// matters, so a pending announcement is simply replaced.
+// Policies: drop_oldest, drop_newest, disconnect (peers never block anybody;
+// doc/architecture.md, "Core, handlers and overflow policies"). The one exception:
+// data-store commands wait for room (request_room), because a burst of replication traffic
+// is no sign of a slow peer. Routing announcements (peers only) are not data: they are never
+// dropped, and only the newest one matters, so a pending announcement is simply replaced.
 
-#include "broker/internal/core/bounded_queue.hh"
+#include "broker/internal/core/mpsc_ring.hh"
 #include "broker/internal/core/room_waiters.hh"
 #include "broker/message.hh"
 #include "broker/overflow_policy.hh"
@@ -48,7 +47,10 @@ public:
 
   size_t capacity() const noexcept { return items_.capacity(); }
   overflow_policy policy() const noexcept { return items_.policy(); }
-  size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+  size_t size() const noexcept { return items_.size(); }
+
+  /// Slots of memory the queue holds (for tests of the memory bound).
+  size_t slots() const noexcept { return items_.slots(); }
 
   /// Sets the callback that schedules the connection to drain the queue.
   void on_ready(std::function<void()> callback);
@@ -84,15 +86,16 @@ public:
   bool take(send_batch& out, std::optional<filter_type>& announcement);
 
 private:
-  void notify_locked(std::function<void()>& cb); // Pre: mtx_ held.
+  /// Fires the ready callback unless the connection is already scheduled.
+  void schedule();
 
-  mutable std::mutex mtx_;
-  bounded_buffer<send_item> items_;
-  std::optional<filter_type> announcement_;
-  std::atomic<size_t> size_{0};
+  mpsc_ring<send_item> items_;
+  std::atomic<bool> scheduled_{false}; // The connection will take (or is taking).
   std::atomic<bool> closed_{false};
   std::atomic<bool> overflowed_{false};
-  bool scheduled_ = false;
+  std::atomic<bool> has_extra_{false}; // An announcement or waiters: look under the lock.
+  mutable std::mutex mtx_;             // Guards the members below.
+  std::optional<filter_type> announcement_;
   std::function<void()> ready_;
   room_waiters waiters_;
 };

@@ -213,6 +213,7 @@ void ws_session::on_first_message(std::string_view text) {
   phase_ = phase::attaching;
   srv_->rt->post([att = std::move(att), self = shared_from_this(), exec](core_state& st) mutable {
     st.add_client(std::move(att));
+    st.commit(); // The ack must not overtake the snapshot that routes to us.
     auto srv = self->srv_;
     srv->post(exec, [self] { self->on_attached(); });
   });
