@@ -277,8 +277,6 @@ public:
   size_t web_socket_max_subscriptions() const;
   /// broker.max-pending-control-bytes: control output one connection may leave unread.
   size_t max_pending_control_bytes() const;
-  /// broker.max-input-bytes: input bytes of one connection waiting for the core.
-  size_t max_input_bytes() const;
   /// broker.max-nesting-depth: deepest container nesting a decoder accepts.
   size_t max_nesting_depth() const;
   /// broker.log-level: "quiet", "error", "warning", "info", "debug" or "trace".

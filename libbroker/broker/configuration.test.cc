@@ -80,7 +80,7 @@ TEST_CASE("a default configuration holds the design's defaults", "[config]") {
   CHECK(cfg.web_socket_port() == 0);
   CHECK(cfg.metrics_address().empty());
   CHECK(cfg.metrics_port() == 0);
-  CHECK(cfg.scheduler_max_threads() == 2);
+  CHECK(cfg.scheduler_max_threads() == 1);
   CHECK(cfg.io_threads() == 1);
   CHECK(cfg.topic_cache_size() == 1024);
   CHECK(cfg.max_nesting_depth() == 128);

@@ -166,10 +166,6 @@ size_t configuration::max_pending_control_bytes() const {
   return value_at<uint64_t>(values_, builtin_option::max_pending_control_bytes);
 }
 
-size_t configuration::max_input_bytes() const {
-  return value_at<uint64_t>(values_, builtin_option::max_input_bytes);
-}
-
 size_t configuration::max_nesting_depth() const {
   return value_at<uint64_t>(values_, builtin_option::max_nesting_depth);
 }

@@ -22,7 +22,7 @@ constexpr std::string_view caf_reason =
   "CAF settings do not apply here (our I/O does not run on CAF)";
 
 // Broker's config keys (and CAF's that Broker users write) with no row of their own.
-constexpr std::array<entry, 16> foreign_keys{{
+constexpr std::array<entry, 17> foreign_keys{{
   {"broker.web_socket-buffer-size", "broker.web-socket-buffer-size", {}},
   {"broker.web_socket-overflow-policy", "broker.web-socket-overflow-policy", {}},
   {"broker.store.connection-timeout", "broker.store.timeout-intervals", {}},
@@ -31,7 +31,11 @@ constexpr std::array<entry, 16> foreign_keys{{
    "broker.store.heartbeat-interval"},
   {"broker.store.max-get-delay", {}, "a clone answers get() from its own copy at once"},
   {"broker.max-pending-inputs-per-source", {},
-   "every source has a bounded queue (broker.publisher-buffer-size for publishers)"},
+   "messages are routed as they arrive; a source waits (a publisher blocks, a connection "
+   "stops reading) only while a receiver with policy block is full"},
+  {"broker.max-input-bytes", {},
+   "a connection routes what it reads at once and reads no more while a receiver is full, "
+   "so at most one read (64 KiB) of its input waits"},
   {"broker.recording-directory", {}, recording_reason},
   {"broker.output-generator-file-cap", {}, recording_reason},
   {"broker.metrics.endpoint-name", {}, metrics_reason},

@@ -26,7 +26,6 @@ constexpr uint64_t max_clients = 1'000'000;
 constexpr uint64_t min_message_size = 1024;
 constexpr uint64_t max_message_size = uint64_t{1} << 31; // Broker's frame limit.
 constexpr uint64_t max_subscriptions = 10'000'000;
-constexpr uint64_t max_input_bytes = uint64_t{1} << 40;
 constexpr uint64_t default_message_size = uint64_t{16} << 20; // doc/protocol/websocket.md §3.
 constexpr uint64_t max_timeout_ms = 3'600'000;
 
@@ -259,7 +258,8 @@ std::vector<option_info> make_options_table() {
                     "what happens to a message for a full subscriber; block parks its source"));
   add(bo::publisher_buffer_size,
       count_option("broker.publisher-buffer-size", 1024, 1, max_queue_entries,
-                   "messages a local publisher may have in flight before publishing blocks"));
+                   "what a publisher's capacity() reports when make_publisher() is not given "
+                   "one (publishing routes at once: nothing waits in a window)"));
   add(bo::disable_forwarding,
       bool_option("broker.disable-forwarding", false,
                   "do not relay messages received from one peer to other peers"));
@@ -300,7 +300,7 @@ std::vector<option_info> make_options_table() {
   add(bo::metrics_port, port_option("broker.metrics.port", "BROKER_METRICS_PORT", 0,
                                     "TCP port of the Prometheus /metrics endpoint; 0: off"));
   add(bo::scheduler_max_threads,
-      count_option("broker.scheduler.max-threads", 2, 1, max_threads,
+      count_option("broker.scheduler.max-threads", 1, 1, max_threads,
                    "worker threads of the CAF scheduler, which runs the core and store actors"));
   add(bo::web_socket_max_clients,
       count_option("broker.web-socket.max-clients", 10000, 1, max_clients,
@@ -349,10 +349,6 @@ std::vector<option_info> make_options_table() {
       count_option("broker.max-pending-control-bytes", 1024 * 1024, 1024, max_message_size,
                    "bytes of control frames (pongs, error frames) waiting for one connection "
                    "that does not read; more end it with an error"));
-  add(bo::max_input_bytes,
-      count_option("broker.max-input-bytes", 64 * 1024 * 1024, 64 * 1024, max_input_bytes,
-                   "bytes of one connection's input waiting for the core; beyond, the "
-                   "connection is not read (TCP back-pressure)"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
   // Rows read by key, not by builtin_option (operations_options.hh).
   append_operations_options(table);

@@ -60,7 +60,6 @@ enum class builtin_option : size_t {
   peer_max_subscriptions,
   web_socket_max_subscriptions,
   max_pending_control_bytes,
-  max_input_bytes,
   num_options,
 };
 
