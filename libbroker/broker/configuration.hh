@@ -213,6 +213,10 @@ public:
   size_t peer_buffer_size() const;
   /// broker.peer-overflow-policy: never `block`.
   overflow_policy peer_overflow_policy() const;
+
+  /// broker.peer-write-delay: how long (microseconds) a peering that streams without
+  /// hearing back gathers its writes.
+  size_t peer_write_delay() const;
   /// broker.web-socket-buffer-size: messages queued per WebSocket client.
   size_t web_socket_buffer_size() const;
   /// broker.web-socket-overflow-policy: never `block`.

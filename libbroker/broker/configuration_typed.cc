@@ -34,6 +34,10 @@ overflow_policy configuration::peer_overflow_policy() const {
   return policy_at(values_, builtin_option::peer_overflow_policy);
 }
 
+size_t configuration::peer_write_delay() const {
+  return value_at<uint64_t>(values_, builtin_option::peer_write_delay);
+}
+
 size_t configuration::web_socket_buffer_size() const {
   return value_at<uint64_t>(values_, builtin_option::web_socket_buffer_size);
 }

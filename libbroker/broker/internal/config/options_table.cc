@@ -244,6 +244,10 @@ std::vector<option_info> make_options_table() {
   add(bo::peer_overflow_policy,
       choice_option("broker.peer-overflow-policy", "disconnect", remote_policies(),
                     "what happens to a message for a peer whose queue is full"));
+  add(bo::peer_write_delay,
+      count_option("broker.peer-write-delay", 2000, 0, max_timeout_ms * 1000,
+                   "microseconds a peering that streams without hearing back gathers its "
+                   "writes (0: write at once); an exchange the peer answers is never held"));
   add(bo::web_socket_buffer_size,
       count_option("broker.web-socket-buffer-size", 512, 1, max_queue_entries,
                    "messages queued per WebSocket client before its overflow policy applies"));

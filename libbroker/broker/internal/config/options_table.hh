@@ -22,6 +22,7 @@ namespace broker::internal {
 enum class builtin_option : size_t {
   peer_buffer_size,
   peer_overflow_policy,
+  peer_write_delay,
   web_socket_buffer_size,
   web_socket_overflow_policy,
   subscriber_buffer_size,

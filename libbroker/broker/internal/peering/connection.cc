@@ -49,7 +49,8 @@ connection::connection(std::shared_ptr<peer_manager_impl> mgr, tcp::socket sock,
     timer_(conn_.get_executor()),
     role_(role),
     outgoing_(std::move(out)),
-    probe_timer_(conn_.get_executor()) {
+    probe_timer_(conn_.get_executor()),
+    hold_timer_(conn_.get_executor()) {
   boost::system::error_code ec;
   auto ep = conn_.socket().remote_endpoint(ec);
   if (!ec) {
@@ -176,6 +177,11 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
   }
   reader_.feed(std::string_view{rbuf_.data(), n});
   handle_frames();
+  if (holding_) {
+    // We heard from the peer: whatever waits goes out now (the peer may wait for it).
+    holding_ = false;
+    hold_timer_.cancel();
+  }
   if (closed_)
     return;
   flush_input();
@@ -257,6 +263,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
 }
 
 void connection::handle_node_frame(std::string_view payload) {
+  heard_ = true;
   auto msg = wire::decode_node_message(payload);
   if (!msg) {
     ++malformed_;
@@ -482,6 +489,26 @@ void connection::append_data(const send_item& item) {
   gather_.ref(bytes);
 }
 
+bool connection::should_hold() {
+  if (holding_)
+    return true;
+  auto delay = mgr_->write_delay;
+  if (delay.count() == 0 || heard_ || !ctrl_.empty() || !attached_ || closing_ || probing_)
+    return false;
+  auto due = last_write_ + delay;
+  if (std::chrono::steady_clock::now() >= due)
+    return false;
+  holding_ = true;
+  hold_timer_.expires_at(due);
+  hold_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || !self->holding_)
+      return; // Cancelled: on_read() already let the writes go.
+    self->holding_ = false;
+    self->write_more();
+  });
+  return true;
+}
+
 bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
@@ -498,6 +525,10 @@ bool connection::fill_batch() {
     }
     for (auto& item : batch_)
       append_data(item);
+    if (!batch_.empty()) {
+      last_write_ = std::chrono::steady_clock::now();
+      heard_ = false;
+    }
   }
   return !gather_.empty();
 }
@@ -507,6 +538,8 @@ void connection::write_more() {
     if (gather_.done()) {
       batch_.clear();
       gather_.clear();
+      if (should_hold())
+        return; // hold_timer_ (or the next read) calls us again.
       if (!fill_batch()) {
         if (!closed_ && close_after_write_)
           fail(close_reason_, false);
@@ -639,6 +672,8 @@ void connection::finish_close(peer_end why, const std::string& reason, bool limi
   closed_ = true;
   timer_.cancel();
   probe_timer_.cancel();
+  hold_timer_.cancel();
+  holding_ = false;
   if (out_)
     out_->on_ready(nullptr);
   // Let pending control bytes (e.g. a drop_conn) reach the peer before the FIN, within a

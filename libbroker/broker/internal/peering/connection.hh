@@ -19,6 +19,11 @@
 //   - Output in gathered writes: pongs, the pending routing update and every queued message
 //     go out in one system call; a message's frame header is built per connection, its
 //     payload (the value bytes, encoded once per message) is referenced, not copied.
+//   - Write coalescing (broker.peer-write-delay): a peering that streams without hearing
+//     back writes at most once per delay: what arrives meanwhile goes out in the next
+//     write. So a stream of single events costs the receiver one wake-up per delay, not one
+//     per event. Once a frame arrived from the peer since our last write (a pong, an
+//     answer, a ping), the next write goes at once: an exchange is never held.
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
@@ -40,6 +45,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
+#include <chrono>
 #include <optional>
 #include <atomic>
 #include <functional>
@@ -139,6 +145,7 @@ private:
   void post_to_core(std::function<void(core_state&)> task);
 
   // -- writing
+  bool should_hold();
   void send_raw(std::string bytes);
   void write_more();
   bool fill_batch();
@@ -170,6 +177,7 @@ private:
   bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
   bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
   boost::asio::steady_timer probe_timer_;
+  boost::asio::steady_timer hold_timer_; // Ends a held write (should_hold()).
   bool tls_ready_ = false;
   bool attached_ = false;
   bool redundant_ = false;
@@ -189,6 +197,9 @@ private:
   bool reading_ = false;
   bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.
   bool writing_ = false;
+  bool holding_ = false; // Gathering writes until hold_timer_ fires.
+  bool heard_ = true;    // A frame arrived since our last data write.
+  std::chrono::steady_clock::time_point last_write_; // Of data (not control frames).
   bool closing_ = false;     // Unpeering: BYE sent, waiting for its pong.
   bool closed_ = false;
   bool close_after_write_ = false;

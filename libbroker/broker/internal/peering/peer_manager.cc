@@ -45,6 +45,7 @@ peer_manager_impl::peer_manager_impl(endpoint_id own_id, const configuration& cf
     max_depth(cfg.max_nesting_depth()),
     max_subscriptions(cfg.peer_max_subscriptions()),
     max_control_bytes(cfg.max_pending_control_bytes()),
+    write_delay(static_cast<int64_t>(cfg.peer_write_delay())),
     rt(std::move(runtime)),
     next_id(std::move(ids)) {
 }

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -80,6 +81,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   const size_t max_depth;
   const size_t max_subscriptions;  ///< broker.peer-max-subscriptions.
   const size_t max_control_bytes;  ///< broker.max-pending-control-bytes.
+  const std::chrono::microseconds write_delay; ///< broker.peer-write-delay.
   std::shared_ptr<core_runtime> rt;
   std::function<uint64_t()> next_id;
 
