@@ -41,6 +41,26 @@ message_impl::message_impl(std::string topic, data value, std::string binary,
   binary_state_.store(ready, std::memory_order_release);
 }
 
+message_impl::message_impl(std::string topic, std::string binary, route_info route,
+                           message_kind kind)
+  : topic_(std::move(topic)), kind_(kind), route_(route) {
+  binary_ = std::move(binary);
+  binary_state_.store(ready, std::memory_order_release);
+  value_state_.store(empty, std::memory_order_release);
+}
+
+void message_impl::decode_value() const noexcept {
+  static_assert(value_ready == ready);
+  fill_once(value_state_, [this] {
+    // The receiver validated data messages against broker.max-nesting-depth (at most
+    // 4096); store commands are decoded by the stores from their bytes, and one whose
+    // value is unreadable reads as none here, as before.
+    constexpr size_t deepest_allowed = 4096;
+    if (auto x = internal::bin::decode(binary_, deepest_allowed))
+      value_ = std::move(*x);
+  });
+}
+
 const std::string& message_impl::binary() const {
   fill_once(binary_state_, [this] {
     if (auto err = internal::bin::encode(value_, binary_))
@@ -57,7 +77,7 @@ std::string_view message_impl::json() const {
 std::string_view message_impl::ws_frame() const {
   fill_once(json_state_, [this] {
     json_.assign(frame_room, '\0');
-    internal::json::encode_data_message(topic_, value_, json_);
+    internal::json::encode_data_message(topic_, value(), json_);
     std::string header;
     internal::ws::append_header(header, internal::ws::opcode::text, json_.size() - frame_room);
     frame_offset_ = frame_room - header.size();

@@ -7,7 +7,8 @@
 // lazily, at most once each, by whichever thread asks first (usually an I/O thread, never
 // the core), and then shared: the binary form for peers, the JSON data-message frame for
 // WebSocket clients. A message that arrived from a peer is built with its received bytes,
-// so relaying it re-encodes nothing.
+// so relaying it re-encodes nothing, and its value is decoded only when somebody reads it
+// (a relay, or a subscriber that only counts, never decodes).
 
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
@@ -53,11 +54,21 @@ public:
   message_impl(std::string topic, data value, std::string binary, route_info route,
                message_kind kind = message_kind::data);
 
+  /// Builds a message from a received encoding that the receiver checked (the internal
+  /// bin::validate()): its value is decoded on first use, by whichever thread asks first.
+  message_impl(std::string topic, std::string binary, route_info route, message_kind kind);
+
   message_impl(const message_impl&) = delete;
   message_impl& operator=(const message_impl&) = delete;
 
   const std::string& topic() const noexcept { return topic_; }
-  const data& value() const noexcept { return value_; }
+
+  /// The value (decoded on first use for a message built from its encoding).
+  const data& value() const noexcept {
+    if (value_state_.load(std::memory_order_acquire) != value_ready)
+      decode_value();
+    return value_;
+  }
 
   message_kind kind() const noexcept { return kind_; }
 
@@ -93,9 +104,14 @@ public:
   }
 
 private:
+  static constexpr uint8_t value_ready = 2;
+
+  void decode_value() const noexcept;
+
   mutable std::atomic<size_t> rc_{1};
   std::string topic_;
-  data value_;
+  mutable data value_;
+  mutable std::atomic<uint8_t> value_state_{value_ready};
   message_kind kind_ = message_kind::data;
   route_info route_;
   // Each cache is filled once by whoever asks first; its state goes empty -> filling ->

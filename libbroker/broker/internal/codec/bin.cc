@@ -346,6 +346,9 @@ public:
 
   bool value(data& out, size_t depth);
 
+  /// Like value() without building the value, except sets and tables (see validate()).
+  bool skip(size_t depth);
+
   size_t pos() const noexcept { return pos_; }
 
   error take_error() { return std::move(err_); }
@@ -580,7 +583,68 @@ bool decoder::value(data& out, size_t depth) {
   return false;
 }
 
+// Mirrors value() case by case, so that validate() accepts exactly what decode() accepts.
+bool decoder::skip(size_t depth) {
+  if (remaining() == 0)
+    return fail("truncated value", pos_);
+  auto tag_offset = pos_;
+  auto tag = static_cast<uint8_t>(in_[pos_]);
+  if (tag > max_tag)
+    return fail("unknown type tag " + std::to_string(tag), tag_offset);
+  auto type = static_cast<data::type>(tag);
+  switch (type) {
+    case data::type::set:
+    case data::type::table: {
+      // Distinct elements can only be checked on built values.
+      data tmp;
+      return value(tmp, depth);
+    }
+    case data::type::vector: {
+      ++pos_;
+      uint32_t count = 0;
+      if (!enter(depth + 1, count, "vector"))
+        return false;
+      for (uint32_t i = 0; i < count; ++i)
+        if (!skip(depth + 1))
+          return false;
+      return true;
+    }
+    case data::type::string:
+    case data::type::enum_value: {
+      ++pos_;
+      uint32_t len = 0;
+      if (!length(to_string(type), "length", len))
+        return false;
+      if (len > remaining())
+        return fail("truncated " + std::string{to_string(type)} + " (length "
+                      + std::to_string(len) + ", " + std::to_string(remaining())
+                      + " bytes left)",
+                    pos_);
+      pos_ += len;
+      return true;
+    }
+    default: {
+      // Fixed-size scalars: decode them (cheap, no allocation) to share the checks.
+      data tmp;
+      return value(tmp, depth);
+    }
+  }
+}
+
 } // namespace
+
+error validate(std::string_view bytes, size_t max_depth) {
+  if (bytes.empty())
+    return error{ec::deserialization_failed, "empty payload"};
+  decoder dec{bytes, 0, max_depth};
+  if (!dec.skip(0))
+    return dec.take_error();
+  if (dec.pos() != bytes.size())
+    return error{ec::deserialization_failed,
+                 std::to_string(bytes.size() - dec.pos()) + " trailing bytes at offset "
+                   + std::to_string(dec.pos())};
+  return {};
+}
 
 void write_varbyte(uint32_t n, std::string& out) {
   char buf[varbyte_max_bytes];

@@ -51,6 +51,12 @@ expected<data> decode(std::string_view bytes, size_t max_depth = default_max_dep
 expected<data> decode_prefix(std::string_view bytes, size_t& pos,
                              size_t max_depth = default_max_depth);
 
+/// Checks that `bytes` hold exactly one value that decode() accepts, with the same errors,
+/// without building it where it does not have to: scalars, strings and vectors are only
+/// scanned; sets and tables are decoded (their elements must be distinct). A received
+/// message is checked once this way and decoded only when somebody reads its value.
+error validate(std::string_view bytes, size_t max_depth = default_max_depth);
+
 /// Counts the calls to encode() in this process (tests use it to prove "encode once").
 uint64_t encode_calls() noexcept;
 

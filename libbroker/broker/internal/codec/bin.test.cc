@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -459,4 +460,60 @@ TEST_CASE("decode_prefix leaves the position alone on failure", "[bin]") {
   size_t pos = 0;
   CHECK_FALSE(bin::decode_prefix(bytes, pos));
   CHECK(pos == 0);
+}
+
+// -- validate(): what a relay checks without decoding ----------------------------------------
+
+TEST_CASE("validate accepts and rejects exactly what decode does, with the same message",
+          "[bin]") {
+  auto event = vec({c(1), c(1), vec({"event_1", vec({i(42), "test"}), vec({vec({c(1),
+                    ts(1681827194000000000)})})})});
+  auto all = vec({i(-1), c(7), data{"text"}, data{}, data{true}, data{-7.5}, span(15),
+                  e("foo"), addr("2001:db8::"), net("10.0.0.0/8"),
+                  data{port{53, port::protocol::udp}}, st({"a", "b"}),
+                  tbl({{"k", "v"}}), vec({vec({vec({})})})});
+  std::mt19937 rng{7};
+  size_t rejected = 0;
+  for (auto& value : {event, all}) {
+    auto bytes = *bin::encode(value);
+    CHECK(!bin::validate(bytes));
+    // Every truncation, every single-byte change and a few random splices.
+    std::vector<std::string> inputs;
+    for (size_t n = 0; n < bytes.size(); ++n)
+      inputs.push_back(bytes.substr(0, n));
+    for (size_t k = 0; k < bytes.size(); ++k)
+      for (int b : {0x00, 0x01, 0x0e, 0x0f, 0x7f, 0x80, 0xff}) {
+        auto x = bytes;
+        x[k] = static_cast<char>(b);
+        inputs.push_back(std::move(x));
+      }
+    for (int k = 0; k < 200; ++k) {
+      auto x = bytes;
+      x.insert(rng() % (x.size() + 1), bytes.substr(rng() % bytes.size(), rng() % 8));
+      inputs.push_back(std::move(x));
+    }
+    inputs.push_back(bytes + "x");
+    for (auto& x : inputs) {
+      auto decoded = bin::decode(x);
+      auto err = bin::validate(x);
+      CAPTURE(to_hex(x));
+      REQUIRE(static_cast<bool>(decoded) == !err);
+      if (!decoded) {
+        CHECK(err.message() == decoded.error_value().message());
+        ++rejected;
+      }
+    }
+  }
+  CHECK(rejected > 100); // The mutations did reach the error paths.
+}
+
+TEST_CASE("validate applies the nesting limit as decode does", "[bin]") {
+  data deep = vec({});
+  for (int k = 0; k < 20; ++k)
+    deep = vec({deep});
+  auto bytes = *bin::encode(deep);
+  CHECK(!bin::validate(bytes, 21));
+  auto err = bin::validate(bytes, 20);
+  REQUIRE(err);
+  CHECK(err.message() == bin::decode(bytes, 20).error_value().message());
 }

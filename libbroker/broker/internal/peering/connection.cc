@@ -249,6 +249,10 @@ bool connection::handle_handshake_frame(std::string_view payload) {
         return false;
       }
       attached_ = true;
+      // Like a routing update, the attach is a barrier: what the peer sends next is routed
+      // once the core has the peer's handler, so that an answer to it reaches the peer
+      // (the core calls after_update() back).
+      barrier_ = true;
       // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
       probing_ = true;
       wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
@@ -338,17 +342,16 @@ void connection::handle_data(const wire::node_message_view& msg) {
     route.hops = ext->hops;
     value_bytes = ext->value;
   }
-  auto value = bin::decode(value_bytes, mgr_->max_depth);
-  if (!value) {
+  // Checked now, decoded only when somebody reads the value (a relay never does).
+  if (auto err = bin::validate(value_bytes, mgr_->max_depth)) {
     ++malformed_;
     log(log_level::warning, component,
-        "dropped undecodable data from " + to_string(remote_) + ": "
-          + value.error_value().message());
+        "dropped undecodable data from " + to_string(remote_) + ": " + err.message());
     return;
   }
   // Keep the received bytes: relaying this message re-encodes nothing.
-  in_->add(data_message{new message_impl(std::string{msg.topic}, std::move(*value),
-                                         std::string{value_bytes}, route)});
+  in_->add(data_message{new message_impl(std::string{msg.topic}, std::string{value_bytes},
+                                         route, message_kind::data)});
 }
 
 /// Data-store traffic (doc/protocol/peering.md §5.3): the payload is one of Broker's store
@@ -363,11 +366,9 @@ void connection::handle_command(const wire::node_message_view& msg) {
   }
   route_info route;
   route.ttl = msg.ttl;
-  auto value = bin::decode(msg.payload, mgr_->max_depth);
-  in_->add(data_message{new message_impl(std::string{msg.topic},
-                                         value ? std::move(*value) : data{},
-                                         std::string{msg.payload}, route,
-                                         message_kind::command)});
+  // Stores decode the command from its bytes; nobody needs the value here.
+  in_->add(data_message{new message_impl(std::string{msg.topic}, std::string{msg.payload},
+                                         route, message_kind::command)});
 }
 
 void connection::handle_routing_update(std::string_view payload) {
@@ -433,10 +434,14 @@ void connection::flush_input() {
     post_to_core([self, id = id_, f = std::move(*update_)](core_state& st) mutable {
       st.update_peer_filter(id, std::move(f));
       st.commit();
-      asio::dispatch(self->conn_.get_executor(), [self] { self->after_update(); });
+      self->core_caught_up();
     });
     update_.reset();
   }
+}
+
+void connection::core_caught_up() {
+  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] { self->after_update(); });
 }
 
 void connection::after_update() {

@@ -103,6 +103,10 @@ public:
   /// Resumes routing input once the sink it waited for has room (its waker).
   void resume_input();
 
+  /// The core applied (and published) what this connection waited for: its attach or a
+  /// routing update. Any thread.
+  void core_caught_up();
+
   const endpoint_id& remote() const noexcept { return remote_; }
   const std::string& address() const noexcept { return address_; }
   uint16_t port() const noexcept { return port_; }
@@ -188,7 +192,7 @@ private:
   std::shared_ptr<send_queue> out_;
   std::unique_ptr<net_input> in_;
   std::optional<filter_type> update_; // A routing update behind the pending messages.
-  bool barrier_ = false;              // The core applies an update; frames behind it wait.
+  bool barrier_ = false; // The core applies the attach or an update; frames behind it wait.
   std::optional<std::pair<peer_end, std::string>> detach_; // Sent once the input is routed.
   bool detach_limit_ = false;
   uint64_t malformed_ = 0;

@@ -109,7 +109,11 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   att.queue = out;
   att.stats = conn->input_stats();
   att.handshake_filter = conn->sent_filter();
-  rt->post([att = std::move(att)](core_state& st) mutable { st.add_peer(std::move(att)); });
+  rt->post([att = std::move(att), conn](core_state& st) mutable {
+    st.add_peer(std::move(att));
+    st.commit();
+    conn->core_caught_up(); // The connection routes what follows the handshake now.
+  });
   io.get_logger().write(log_level::info, component,
                         "peered with " + to_string(remote) + " at "
                           + endpoint_text(conn->address(), conn->port()));
