@@ -275,10 +275,13 @@ TEST_CASE("CURVE handshake commands with wrong sizes or order fail", "[zmtp]") {
     REQUIRE(kinds(events) == std::vector{kind::failed});
     CHECK(events[0].err.code == errc::unexpected_command);
   }
-  SECTION("two CURVE servers") {
-    auto events = server.feed(make_greeting(mechanism::curve, true));
+  SECTION("the as-server flag is not trusted: libzmq 4.3 servers send 0") {
+    CHECK(server.feed(make_greeting(mechanism::curve, true)).empty());
+    std::string bytes;
+    append_command(bytes, "WELCOME", std::string(160, '\0'));
+    auto events = server.feed(bytes);
     REQUIRE(kinds(events) == std::vector{kind::failed});
-    CHECK_THAT(events[0].err.reason, Catch::Contains("both sides are CURVE servers"));
+    CHECK_THAT(events[0].err.reason, Catch::Contains("expected HELLO"));
   }
   SECTION("a server key that is no key (all zeros) fails the client at once") {
     auto cfg = curve_client_config();

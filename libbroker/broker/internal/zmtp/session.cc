@@ -231,12 +231,7 @@ bool session::on_greeting() {
     send_command("READY", our_metadata());
     return true;
   }
-  if (peer.as_server == cfg_.server)
-    return fail({errc::mechanism_mismatch,
-                 cfg_.server ? "both sides are CURVE servers (the peer's greeting says "
-                               "as-server)"
-                             : "both sides are CURVE clients (the peer's greeting does not "
-                               "say as-server)"});
+  // The as-server flag is not checked: libzmq 4.3 sends 0 for CURVE servers too.
   if (cfg_.server) {
     server_ = std::make_unique<curve_server>(cfg_.curve_keys);
     step_ = step::server_hello;
