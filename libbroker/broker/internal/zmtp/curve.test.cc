@@ -283,6 +283,23 @@ TEST_CASE("CURVE handshake commands with wrong sizes or order fail", "[zmtp]") {
     REQUIRE(kinds(events) == std::vector{kind::failed});
     CHECK_THAT(events[0].err.reason, Catch::Contains("expected HELLO"));
   }
+  SECTION("READY before WELCOME at a client") {
+    session client{curve_client_config()};
+    std::string bytes = make_greeting(mechanism::curve, true);
+    append_command(bytes, "READY", std::string(40, '\0'));
+    auto events = client.feed(bytes);
+    REQUIRE(kinds(events) == std::vector{kind::failed});
+    CHECK(events[0].err.code == errc::unexpected_command);
+    CHECK_THAT(events[0].err.reason, Catch::Contains("expected WELCOME"));
+  }
+  SECTION("a data frame during the CURVE handshake") {
+    std::string bytes = client_greeting;
+    append_frame_header(bytes, false, false, 3);
+    bytes += "abc";
+    auto events = server.feed(bytes);
+    REQUIRE(kinds(events) == std::vector{kind::failed});
+    CHECK(events[0].err.code == errc::malformed_frame);
+  }
   SECTION("a server key that is no key (all zeros) fails the client at once") {
     auto cfg = curve_client_config();
     cfg.curve_server_key = key{};
