@@ -180,6 +180,11 @@ TEST_CASE("PING is answered with PONG echoing the context; our PING gets a PONG"
   REQUIRE(kinds(events) == std::vector{kind::pong});
   CHECK(events[0].data == "ctx");
   CHECK(!l.a.ping(1, std::string(17, 'x')));
+  std::string long_pong;
+  append_command(long_pong, "PONG", std::string(17, 'x'));
+  events = l.a.feed(long_pong);
+  REQUIRE(kinds(events) == std::vector{kind::failed});
+  CHECK(events[0].err.code == errc::malformed_command);
 }
 
 TEST_CASE("a command between the frames of a message does not break it", "[zmtp]") {

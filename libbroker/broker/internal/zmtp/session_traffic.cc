@@ -97,6 +97,10 @@ bool session::on_command(std::string_view body) {
     return check_output();
   }
   if (cmd.name == "PONG") {
+    // A PONG echoes a PING context, which is at most 16 bytes.
+    if (cmd.data.size() > max_ping_context)
+      return fail({errc::malformed_command, "PONG context of " + std::to_string(cmd.data.size())
+                                              + " bytes, at most 16 allowed"});
     event ev;
     ev.what = event::kind::pong;
     ev.data.assign(cmd.data);
