@@ -99,6 +99,10 @@ key public_key_of(const key& secret) {
   return result;
 }
 
+void wipe(key& k) noexcept {
+  sodium_memzero(k.data(), k.size());
+}
+
 std::string to_z85(const key& k) {
   return *z85_encode({reinterpret_cast<const char*>(k.data()), k.size()});
 }

@@ -44,6 +44,9 @@ keypair generate_keypair();
 /// The public key belonging to `secret`.
 key public_key_of(const key& secret);
 
+/// Overwrites a key with zeros in a way the compiler cannot drop.
+void wipe(key& k) noexcept;
+
 /// The 40-character Z85 text of a key.
 std::string to_z85(const key& k);
 

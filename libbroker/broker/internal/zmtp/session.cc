@@ -26,7 +26,9 @@ session::session(session_config cfg) : cfg_(std::move(cfg)) {
   out_ = make_greeting(cfg_.mech, cfg_.mech == mechanism::curve && cfg_.server);
 }
 
-session::~session() = default;
+session::~session() {
+  wipe(cfg_.curve_keys.secret_key);
+}
 
 // The CURVE halves live on the heap, so cipher_ stays valid when a session moves.
 session::session(session&&) noexcept = default;
