@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""zmq.reference: Zeek's ZeroMQ forwarder semantics, shown on real libzmq.
+
+Emulated Zeek nodes (lib/brokertest/zeek_zmq.py) around Zeek's own kind of forwarder
+(zmq_proxy_steerable, XPUB_VERBOSER, XPUB_NODROP): the behaviour doc/protocol/zeromq.md §10
+says a forwarder must reproduce, pinned down so that the same tests can later run against
+broker-node as the forwarder. Needs /usr/bin/python3 with python3-zmq (else skipped).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+from brokertest.checks import check, check_eq, run_tests, skip_script  # noqa: E402
+from brokertest import zeek_zmq  # noqa: E402
+
+if not zeek_zmq.zmq_available():
+    skip_script("no pyzmq (apt-get install python3-zmq, or scripts/install-deps)")
+
+zmq = zeek_zmq.zmq
+
+
+class Cluster:
+    """A reference forwarder and nodes, closed on exit."""
+
+    def __init__(self):
+        self.ctx = zmq.Context()
+        self.fwd = zeek_zmq.ReferenceForwarder(self.ctx)
+        self.nodes = []
+
+    def node(self, name):
+        n = zeek_zmq.ZeekNode(self.ctx, name, self.fwd.xsub_port, self.fwd.xpub_port)
+        self.nodes.append(n)
+        return n
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for n in self.nodes:
+            n.close()
+        self.fwd.close()
+        self.ctx.term()
+
+
+def test_own_subscription_reaches_own_xpub():
+    """a node's own subscription comes back on its own XPUB (Zeek's ready-to-publish wait)"""
+    with Cluster() as c:
+        w1 = c.node("w1")
+        seen = w1.wait_ready()
+        check(seen[-1][0], "subscribe notification: %r" % (seen,))
+
+
+def test_nodeid_discovery():
+    """every node's XPUB sees every node's nodeid subscription, its own included"""
+    with Cluster() as c:
+        w1, w2 = c.node("w1"), c.node("w2")
+        w1.wait_ready()
+        w2.wait_ready()
+        w1.subscribe(b"zeek.cluster.nodeid.w1.")
+        w2.subscribe(b"zeek.cluster.nodeid.w2.")
+        for n in (w1, w2):
+            seen = set()
+            while len(seen) < 2:
+                item = n.next_subscription()
+                check(item is not None, "%s saw only %r" % (n.node_id, seen))
+                if item[1].startswith(b"zeek.cluster.nodeid."):
+                    seen.add(item[1])
+            check_eq(seen, {b"zeek.cluster.nodeid.w1.", b"zeek.cluster.nodeid.w2."},
+                     "nodeid subscriptions at %s" % n.node_id)
+
+
+def test_duplicates_are_passed_on():
+    """with XPUB_VERBOSER a repeated subscription reaches the publishers again"""
+    with Cluster() as c:
+        w1, w2 = c.node("w1"), c.node("w2")
+        w1.wait_ready()
+        w2.wait_ready()
+        w2.subscribe(b"dup/")
+        w1.subscriptions_until((True, b"dup/"))
+        w2.subscribe(b"dup/")
+        w1.subscriptions_until((True, b"dup/"))
+
+
+def test_event_reaches_matching_subscriber_byte_exact():
+    """a 4-frame event reaches the node whose prefix matches, frames unchanged"""
+    with Cluster() as c:
+        w1, w2 = c.node("w1"), c.node("w2")
+        w1.wait_ready()
+        w2.wait_ready()
+        w2.subscribe(b"zeek/test/")
+        w1.subscriptions_until((True, b"zeek/test/"))
+        payload = bytes(range(256)) * 4
+        check(w1.publish(b"zeek/test/ev", payload), "publish blocked")
+        check_eq(w2.next_event(), [b"zeek/test/ev", b"w1", b"broker-bin-v1", payload],
+                 "event at w2")
+        check_eq(w1.next_event(200), None, "event at w1, which did not subscribe")
+
+
+def test_new_node_receives_current_subscriptions():
+    """a node that connects later learns every subscription already held"""
+    with Cluster() as c:
+        w1 = c.node("w1")
+        w1.wait_ready()
+        w1.subscribe(b"early/")
+        w1.subscriptions_until((True, b"early/"))
+        w3 = c.node("w3")
+        seen = w3.wait_ready()
+        check((True, b"early/") in seen, "w3 saw %r" % (seen,))
+
+
+def test_disconnect_unsubscribes():
+    """when a node goes away, its subscriptions are cancelled at the other nodes"""
+    with Cluster() as c:
+        w1, w2 = c.node("w1"), c.node("w2")
+        w1.wait_ready()
+        w2.wait_ready()
+        w2.subscribe(b"zeek.cluster.nodeid.w2.")
+        w1.subscriptions_until((True, b"zeek.cluster.nodeid.w2."))
+        w2.close()
+        c.nodes.remove(w2)
+        w1.subscriptions_until((False, b"zeek.cluster.nodeid.w2."))
+
+
+run_tests([test_own_subscription_reaches_own_xpub, test_nodeid_discovery,
+           test_duplicates_are_passed_on, test_event_reaches_matching_subscriber_byte_exact,
+           test_new_node_receives_current_subscriptions, test_disconnect_unsubscribes],
+          limit=60, binaries=())
