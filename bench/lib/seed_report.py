@@ -85,6 +85,17 @@ def report(run, args, pairings, reps, probes, have_zeek):
                         xs.append(a[key] / b[key])
                 title = [c[1] for c in WINDOW_COLUMNS if c[0] == key][0]
                 rows.append(["%s, %d idle peers" % (title, idle), _ratio_cell(xs)])
+        # The receivers compared on the same input: each sender feeding both receivers.
+        for sender in ("zeek", "ours"):
+            for key in ("recv_cpu_pct", "recv_cs_per_event"):
+                xs = []
+                for rep in reps:
+                    a, b = rep.get((sender, "ours")), rep.get((sender, "zeek"))
+                    if a and b and a[0][key] and b[0][key]:
+                        xs.append(a[0][key] / b[0][key])
+                if xs:
+                    title = [c[1] for c in WINDOW_COLUMNS if c[0] == key][0]
+                    rows.append(["%s, both fed by %s's sender" % (title, sender), _ratio_cell(xs)])
         rows.append(["ping/pong p50", _ratio_cell(
             [rep[("ping", "ours")]["p50_us"] / rep[("ping", "zeek")]["p50_us"] for rep in reps])])
         rows.append(["ping/pong p99", _ratio_cell(
