@@ -65,6 +65,8 @@ EVENTS_TOPIC = "/benchmark/events"
 PING_TOPIC = "/benchmark/ping"
 # A sender's start-up, the receiver's and the idle peers' waits.
 START_TIMEOUT = 30.0
+# A window in which the receiver got less than this share of --rate is repeated.
+MIN_RATE_SHARE = 0.9
 
 
 class Impl:
@@ -99,7 +101,8 @@ class Impl:
         # Both: -r batches/s, -s events per batch. Zeek's batch of s events is ONE message
         # (a list of s events), ours is s messages; with -s 1 both send one event per
         # message, rate messages per second.
-        common = ["-t", "1", "-r", str(rate), "-s", "1"]
+        # Zeek's --verbose prints the sender's status events (a lost peering).
+        common = ["-t", "1", "-r", str(rate), "-s", "1"] + (["--verbose"] if self.zeek else [])
         return common + ["--disable-ssl", "%s:%d" % (LOCALHOST, port)]
 
 
@@ -234,16 +237,40 @@ def pairing(run, args, sender_impl, recv_impl, idle):
         receiver.wait_for(lambda l: bool(rates([l])) and rates([l])[0] > 0, START_TIMEOUT,
                           "a rate line with events")
         bl.sleep_checked(args.warmup, started)
-        result = {0: window(args, receiver, sender)}
+        result = {0: check_rate(args, window(args, receiver, sender), label)}
         if idle and args.idle_peers:
             peers = start_idle(run, recv_impl, port, args)
             started += peers
             bl.sleep_checked(args.settle, started)
-            result[args.idle_peers] = window(args, receiver, sender, peers)
+            result[args.idle_peers] = check_rate(args, window(args, receiver, sender, peers),
+                                                 label + " with idle peers")
         result["skipped"] = len([l for l in sender.lines if "skip batch" in l])
         return result
     finally:
         stop_all(started)
+
+
+class Stalled(Exception):
+    """The receiver got far less than --rate: the window measured something else."""
+
+
+def check_rate(args, w, label):
+    if w["rate"] is None or w["rate"] < MIN_RATE_SHARE * args.rate:
+        raise Stalled("%s: the receiver got %s events/s of %d"
+                      % (label, bl.fmt_int(w["rate"]), args.rate))
+    return w
+
+
+def pairing_retried(run, args, s, r):
+    """pairing(), once more with fresh processes if the receiver did not get the rate;
+    {"failed": reason} if it failed twice (the tables leave that repetition out)."""
+    for attempt in (1, 2):
+        try:
+            return pairing(run, args, s, r, idle=s is r)
+        except Stalled as e:
+            run.say("# attempt %d: %s (logs: %s)" % (attempt, e, run.log_dir))
+            reason = str(e)
+    return {"failed": reason}
 
 
 def ping_pong(run, args, impl):
@@ -290,6 +317,7 @@ def probe(run, args, sender_impl, recv_impl, workdir):
         bl.sleep_checked(args.warmup, [receiver, sender])
         secs = args.probe_seconds
         events = args.rate * secs
+        mark = receiver.mark()
         tcp0, r0 = ts.tcp_info(local_port=port), ts.snapshot(receiver.pid)
         time.sleep(secs)
         tcp1, r1 = ts.tcp_info(local_port=port), ts.snapshot(receiver.pid)
@@ -299,7 +327,8 @@ def probe(run, args, sender_impl, recv_impl, workdir):
                   "bytes_per_segment": tcp and tcp["data_segs_in"]
                   and tcp["bytes_received"] / tcp["data_segs_in"],
                   "bytes_per_event": tcp and tcp["bytes_received"] / events,
-                  "threads": ts.thread_summary(rd["per_thread"], events)[1]}
+                  "threads": ts.thread_summary(rd["per_thread"], events)[1],
+                  "rate": bl.median(rates(receiver.lines_since(mark)))}
         if ts.perf_available():
             rc = ts.syscall_counts(receiver.pid, secs)
             sc = ts.syscall_counts(sender.pid, secs)
@@ -363,7 +392,7 @@ def main():
             k = rep % len(pairings)
             for s, r in pairings[k:] + pairings[:k]:
                 run.progress("rep %d/%d: %s -> %s" % (rep + 1, args.reps, s.name, r.name))
-                results[(s.name, r.name)] = pairing(run, args, s, r, idle=s is r)
+                results[(s.name, r.name)] = pairing_retried(run, args, s, r)
             for impl in impls[rep % len(impls):] + impls[:rep % len(impls)]:
                 run.progress("rep %d/%d: ping/pong %s" % (rep + 1, args.reps, impl.name))
                 results[("ping", impl.name)] = ping_pong(run, args, impl)

@@ -35,8 +35,16 @@ def _ratio_cell(xs):
     return "%.2f× (%.2f–%.2f)" % (bl.median(xs), min(xs), max(xs))
 
 
+def _ok(rep, key):
+    """The windows of one pairing in one repetition, or None if it failed."""
+    x = rep.get(key)
+    return None if x is None or "failed" in x else x
+
+
 def report(run, args, pairings, reps, probes, have_zeek):
     say = run.say
+    failed = [(i + 1, k, rep[k]["failed"]) for i, rep in enumerate(reps) for k in rep
+              if isinstance(rep[k], dict) and "failed" in rep[k]]
     idles = [0] + ([args.idle_peers] if args.idle_peers else [])
     say("")
     say("## Receiver at %d events/s (type 1, one event per message), %.0f s windows, "
@@ -47,7 +55,7 @@ def report(run, args, pairings, reps, probes, have_zeek):
         for idle in idles:
             if idle and s is not r:
                 continue
-            ws = [rep[(s.name, r.name)].get(idle) for rep in reps]
+            ws = [(_ok(rep, (s.name, r.name)) or {}).get(idle) for rep in reps]
             ws = [w for w in ws if w]
             if not ws:
                 continue
@@ -63,13 +71,18 @@ def report(run, args, pairings, reps, probes, have_zeek):
     skipped = sum(rep[p].get("skipped", 0) for rep in reps for p in rep if p[0] != "ping")
     if skipped:
         say("Zeek's sender skipped %d batches (its publisher queue was full)." % skipped)
+    for i, key, reason in failed:
+        say("Left out: repetition %d of %s → %s, twice below 90 %% of the rate (%s)."
+            % (i, key[0], key[1], reason))
     say("")
     say("Receiver threads that woke at least 0.05 times per event (wake-ups per event, CPU "
         "µs per event), last repetition, no idle peers:")
     say("")
     for s, r in pairings:
-        w = reps[-1][(s.name, r.name)][0]
-        say("- %s → %s: %s" % (s.name, r.name, w["recv_thread_detail"] or "none"))
+        ws = [_ok(rep, (s.name, r.name)) for rep in reps]
+        ws = [w for w in ws if w]
+        if ws:
+            say("- %s → %s: %s" % (s.name, r.name, ws[-1][0]["recv_thread_detail"] or "none"))
 
     if have_zeek:
         say("")
@@ -80,7 +93,8 @@ def report(run, args, pairings, reps, probes, have_zeek):
             for key in RATIO_KEYS:
                 xs = []
                 for rep in reps:
-                    a, b = rep[("ours", "ours")].get(idle), rep[("zeek", "zeek")].get(idle)
+                    a = (_ok(rep, ("ours", "ours")) or {}).get(idle)
+                    b = (_ok(rep, ("zeek", "zeek")) or {}).get(idle)
                     if a and b and a[key] and b[key]:
                         xs.append(a[key] / b[key])
                 title = [c[1] for c in WINDOW_COLUMNS if c[0] == key][0]
@@ -90,7 +104,7 @@ def report(run, args, pairings, reps, probes, have_zeek):
             for key in ("recv_cpu_pct", "recv_cs_per_event"):
                 xs = []
                 for rep in reps:
-                    a, b = rep.get((sender, "ours")), rep.get((sender, "zeek"))
+                    a, b = _ok(rep, (sender, "ours")), _ok(rep, (sender, "zeek"))
                     if a and b and a[0][key] and b[0][key]:
                         xs.append(a[0][key] / b[0][key])
                 if xs:
@@ -111,8 +125,11 @@ def report(run, args, pairings, reps, probes, have_zeek):
         for s, r in pairings:
             if s is not r:
                 continue
-            g = [rep[(s.name, r.name)][args.idle_peers]["recv_cpu_pct"]
-                 - rep[(s.name, r.name)][0]["recv_cpu_pct"] for rep in reps]
+            g = [_ok(rep, (s.name, r.name))[args.idle_peers]["recv_cpu_pct"]
+                 - _ok(rep, (s.name, r.name))[0]["recv_cpu_pct"] for rep in reps
+                 if _ok(rep, (s.name, r.name))]
+            if not g:
+                continue
             rows.append([r.name, "%+.2f" % bl.median(g), "%+.2f..%+.2f" % (min(g), max(g))])
         run.table(["receiver", "CPU growth (pp)", "min..max"], rows)
 
@@ -141,7 +158,7 @@ def probe_report(run, args, probes):
     for (s, r), p in probes.items():
         reads = p.get("reads") or {}
         rs, ss = p.get("recv_syscalls", {}), p.get("send_syscalls", {})
-        rows.append(["%s → %s" % (s, r),
+        rows.append(["%s → %s" % (s, r), _value(p.get("rate"), 0),
                      bl.fmt(p.get("segs_in_per_event"), 2), bl.fmt(p.get("bytes_per_segment"), 0),
                      bl.fmt(p.get("bytes_per_event"), 0),
                      bl.fmt(reads.get("reads_per_event"), 2),
@@ -154,7 +171,7 @@ def probe_report(run, args, probes):
                      bl.fmt(sum(ss.get(k, 0) for k in ("write", "writev", "sendto",
                                                         "sendmsg")), 2),
                      bl.fmt(ss.get("futex"), 2)])
-    run.table(["sender → receiver", "TCP segments in/event", "bytes/segment", "bytes/event",
+    run.table(["sender → receiver", "received/s", "TCP segments in/event", "bytes/segment", "bytes/event",
                "socket reads with data/event", "bytes/read (median)", "empty reads/event",
                "other reads/event", "receiver polls/event", "receiver futex/event",
                "sender writes/event", "sender futex/event"], rows)
