@@ -18,6 +18,9 @@ WINDOW_COLUMNS = [
     ("send_cs_per_event", "sender ctx sw/event", 2),
 ]
 
+POLLS = ("epoll_wait", "epoll_pwait", "poll", "ppoll")
+SENDS = ("sendto", "sendmsg", "writev")
+
 RATIO_KEYS = ["recv_cpu_pct", "recv_us_per_event", "send_cpu_pct", "recv_cs_per_event",
               "recv_wakeups_per_event", "recv_runs_per_event", "recv_threads"]
 
@@ -26,6 +29,16 @@ def _value(x, digits):
     if x is None:
         return "n/a"
     return bl.fmt_int(x) if digits == 0 and x >= 1000 else bl.fmt(x, digits)
+
+
+def _sig(x):
+    """Per-event counts, small ones with more digits (0.0041, 0.297, 2.54)."""
+    if x is None:
+        return "n/a"
+    for limit, form in ((0.01, "%.4f"), (1, "%.3f"), (10, "%.2f")):
+        if x < limit:
+            return form % x
+    return "%.0f" % x
 
 
 def _ratio_cell(xs):
@@ -159,28 +172,27 @@ def probe_report(run, args, probes):
         reads = p.get("reads") or {}
         rs, ss = p.get("recv_syscalls", {}), p.get("send_syscalls", {})
         rows.append(["%s → %s" % (s, r), _value(p.get("rate"), 0),
-                     bl.fmt(p.get("segs_in_per_event"), 2), bl.fmt(p.get("bytes_per_segment"), 0),
+                     _sig(p.get("segs_in_per_event")), bl.fmt(p.get("bytes_per_segment"), 0),
                      bl.fmt(p.get("bytes_per_event"), 0),
-                     bl.fmt(reads.get("reads_per_event"), 2),
+                     _sig(reads.get("reads_per_event")),
                      bl.fmt(reads.get("bytes_per_read_median"), 0),
-                     bl.fmt(reads.get("empty_reads_per_event"), 2),
-                     bl.fmt(reads.get("other_reads_per_event"), 2),
-                     bl.fmt(sum(rs.get(k, 0) for k in ("epoll_wait", "epoll_pwait", "poll",
-                                                        "ppoll")), 2),
-                     bl.fmt(rs.get("futex"), 2),
-                     bl.fmt(sum(ss.get(k, 0) for k in ("write", "writev", "sendto",
-                                                        "sendmsg")), 2),
-                     bl.fmt(ss.get("futex"), 2)])
-    run.table(["sender → receiver", "received/s", "TCP segments in/event", "bytes/segment", "bytes/event",
-               "socket reads with data/event", "bytes/read (median)", "empty reads/event",
-               "other reads/event", "receiver polls/event", "receiver futex/event",
-               "sender writes/event", "sender futex/event"], rows)
+                     _sig(reads.get("empty_reads_per_event")),
+                     _sig(reads.get("other_reads_per_event")),
+                     _sig(sum(rs.get(k, 0) for k in POLLS)), _sig(rs.get("futex")),
+                     _sig(sum(ss.get(k, 0) for k in SENDS)), _sig(ss.get("write")),
+                     _sig(ss.get("futex"))])
+    run.table(["sender → receiver", "received/s", "TCP segments in/event", "bytes/segment",
+               "bytes/event", "socket reads with data/event", "bytes/read (median)",
+               "empty reads/event", "other reads/event", "receiver polls/event",
+               "receiver futex/event", "sender socket sends/event", "sender write()/event",
+               "sender futex/event"], rows)
     say("")
     say("Segments and bytes: the receiver's TCP connection (`ss -ti`, data_segs_in, "
         "bytes_received). Reads: every read/recvfrom/recvmsg/readv of the receiver's threads "
         "(`perf record` on syscall tracepoints); \"socket\" is the descriptor that delivered "
         "the most bytes, \"other\" reads are eventfds and pipes. System calls per event: "
-        "`perf stat` on syscall tracepoints, all threads.")
+        "`perf stat` on syscall tracepoints, all threads; socket sends = sendto + sendmsg + "
+        "writev, write() is mostly eventfds.")
     say("")
     for (s, r), p in probes.items():
         reads = p.get("reads") or {}
