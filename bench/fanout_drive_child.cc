@@ -19,47 +19,6 @@ namespace {
 
 constexpr uint64_t wake_tag = ~uint64_t{0};
 
-/// Eight ASCII digits at `p` as a number (SWAR: three multiply-shift steps instead of eight
-/// dependent multiply-adds); false if one of them is not a digit.
-inline bool eight_digits(const char* p, uint64_t& out) {
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-  auto lo = x - 0x3030303030303030ull;
-  // Every byte must be 0x30..0x39: after subtracting '0', no byte above 9 and no borrow.
-  if (((lo | (lo + 0x7676767676767676ull)) & 0x8080808080808080ull) != 0)
-    return false;
-  lo = (lo * 10 + (lo >> 8)) & 0x00FF00FF00FF00FFull;
-  lo = (lo * 100 + (lo >> 16)) & 0x0000FFFF0000FFFFull;
-  out = (lo * 10000 + (lo >> 32)) & 0xFFFFFFFFull;
-  return true;
-}
-
-inline bool four_digits(const char* p, uint64_t& out) {
-  uint64_t x = 0;
-  for (int i = 0; i < 4; ++i) {
-    auto c = static_cast<unsigned>(p[i]) - '0';
-    if (c > 9)
-      return false;
-    x = x * 10 + c;
-  }
-  out = x;
-  return true;
-}
-
-/// parse_payload (fanout_stats.hh) for the hot path: the same fields, the same checks.
-inline bool fast_parse(std::string_view p, stamp& s) {
-  uint64_t a, b, c, d, e;
-  if (p.size() < 36 || p[20] != ' ' || p[33] != ' ' || !four_digits(p.data(), a)
-      || !eight_digits(p.data() + 4, b) || !eight_digits(p.data() + 12, c)
-      || !four_digits(p.data() + 21, d) || !eight_digits(p.data() + 25, e))
-    return false;
-  s.sent_ns = (a * 100'000'000 + b) * 100'000'000 + c;
-  s.seq = d * 100'000'000 + e;
-  s.what = static_cast<kind>(p[34]);
-  s.ack = p[35] == '!';
-  return true;
-}
-
 class child {
 public:
   child(const drive_options& o, size_t first, size_t count, shared_block& shared,
@@ -126,7 +85,7 @@ private:
 
   void deliver(connection& c, std::string_view payload) {
     stamp s;
-    if (!fast_parse(payload, s)) {
+    if (!fast_parse_payload(payload, s)) {
       c.fail("unexpected payload: " + std::string{payload.substr(0, 80)});
       return;
     }

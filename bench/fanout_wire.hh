@@ -83,6 +83,51 @@ private:
 
 inline constexpr std::string_view fanout_topic = "/fanout/data";
 
+/// Eight ASCII digits at `p` as a number (SWAR: three multiply-shift steps instead of eight
+/// dependent multiply-adds); false if one of them is not a digit.
+namespace detail {
+
+inline bool eight_digits(const char* p, uint64_t& out) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  auto lo = x - 0x3030303030303030ull;
+  // Every byte must be 0x30..0x39: after subtracting '0', no byte above 9 and no borrow.
+  if (((lo | (lo + 0x7676767676767676ull)) & 0x8080808080808080ull) != 0)
+    return false;
+  lo = (lo * 10 + (lo >> 8)) & 0x00FF00FF00FF00FFull;
+  lo = (lo * 100 + (lo >> 16)) & 0x0000FFFF0000FFFFull;
+  out = (lo * 10000 + (lo >> 32)) & 0xFFFFFFFFull;
+  return true;
+}
+
+inline bool four_digits(const char* p, uint64_t& out) {
+  uint64_t x = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto c = static_cast<unsigned>(p[i]) - '0';
+    if (c > 9)
+      return false;
+    x = x * 10 + c;
+  }
+  out = x;
+  return true;
+}
+
+} // namespace detail
+
+/// parse_payload (fanout_stats.hh) for the hot path: the same fields, the same checks.
+inline bool fast_parse_payload(std::string_view p, stamp& s) {
+  uint64_t a, b, c, d, e;
+  if (p.size() < 36 || p[20] != ' ' || p[33] != ' ' || !detail::four_digits(p.data(), a)
+      || !detail::eight_digits(p.data() + 4, b) || !detail::eight_digits(p.data() + 12, c)
+      || !detail::four_digits(p.data() + 21, d) || !detail::eight_digits(p.data() + 25, e))
+    return false;
+  s.sent_ns = (a * 100'000'000 + b) * 100'000'000 + c;
+  s.seq = d * 100'000'000 + e;
+  s.what = static_cast<kind>(p[34]);
+  s.ack = p[35] == '!';
+  return true;
+}
+
 template <class OnPayload>
 size_t wire::feed(const char* data, size_t size, std::string& out, OnPayload&& on_payload) {
   switch (proto_) {
@@ -135,7 +180,7 @@ size_t wire::feed_ws(const char* data, size_t size, std::string& out, OnPayload&
         len = (len << 8) | static_cast<uint8_t>(data[pos + 2 + i]);
       header = 10;
     }
-    if (pos + header + len > size)
+    if (pos + header > size || len > size - pos - header) // No overflow for huge lengths.
       break;
     std::string_view body{data + pos + header, static_cast<size_t>(len)};
     pos += header + len;
@@ -187,6 +232,9 @@ inline void wire::ws_text(std::string_view body) {
 
 namespace detail {
 
+/// Larger lengths and counts are refused: no overflow in what follows.
+constexpr long max_length = 1L << 40;
+
 /// Parses "<digits>\r\n" at p (after the type byte); nullptr if incomplete, sets `bad` if
 /// it is not a number.
 inline const char* resp_number(const char* p, const char* end, long& x, bool& bad) {
@@ -195,7 +243,7 @@ inline const char* resp_number(const char* p, const char* end, long& x, bool& ba
     ++p;
   long v = 0;
   for (; p < end && *p != '\r'; ++p) {
-    if (*p < '0' || *p > '9') {
+    if (*p < '0' || *p > '9' || v > max_length) {
       bad = true;
       return end;
     }
@@ -301,9 +349,15 @@ size_t wire::feed_nats(const char* data, size_t size, std::string& out, OnPayloa
     auto after = static_cast<size_t>(eol - data) + 1;
     if (line.size() > 4 && std::memcmp(line.data(), "MSG ", 4) == 0) {
       size_t len = 0;
-      for (auto c : line.substr(line.rfind(' ') + 1))
+      auto digits = line.substr(line.rfind(' ') + 1);
+      for (auto c : digits) {
+        if (c < '0' || c > '9' || len > static_cast<size_t>(detail::max_length)) {
+          fail("malformed MSG line: " + std::string{line.substr(0, 100)});
+          return pos;
+        }
         len = len * 10 + static_cast<size_t>(c - '0');
-      if (after + len + 2 > size)
+      }
+      if (len > size - after || size - after - len < 2)
         break;
       on_payload(std::string_view{data + after, len});
       pos = after + len + 2;
