@@ -17,7 +17,7 @@ the repetition; tables show medians, ratios are per repetition, then the median)
   ingest  one connection publishes as fast as the server reads, no subscriber: the server's
           CPU per message (for our node: WebSocket JSON v1 data-messages)
 
-    bench/fanout_cost.py                        # ~5 minutes
+    bench/fanout_cost.py                        # ~2.5 minutes
     REPS=1 SIZES=100 SYSTEMS=broker-ws,redis-pattern bench/fanout_cost.py
 """
 

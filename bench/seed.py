@@ -27,7 +27,7 @@ script measures ours alone and says so. Zeek's broker-node has no listen-address
 listens on every interface), so when it is used the script runs itself in a private network
 namespace (`unshare --net`, loopback only) unless --netns 0.
 
-    bench/seed.py                                  # ~6 minutes with Zeek Broker, 3 reps
+    bench/seed.py                                  # ~3.5 minutes with Zeek Broker, 3 reps
     ZEEK_BROKER_BIN=/opt/zeek-broker/bin bench/seed.py
     REPS=1 CROSS=0 PROBE_SECONDS=0 bench/seed.py   # a quick look
 """
