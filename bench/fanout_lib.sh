@@ -161,6 +161,31 @@ start_broker_native() {
   wait_port "$port"
 }
 
+# DRIVER=epoll runs the WebSocket, Redis and NATS clients with fanout-drive (epoll, several
+# processes with PROCS, the server's CPU in the RESULT line) instead of the Asio driver
+# (fanout_client.cc, one thread, which caps Redis near 2.3 M deliveries/s at N = 100).
+# broker-native always uses broker-fanout-native.
+driver="${DRIVER:-asio}"
+procs="${PROCS:-1}"
+
+# The client command of a system: client_cmd SYSTEM; sets client (an array).
+client_cmd() {
+  if [[ "$driver" == epoll ]]; then
+    case "$1" in
+      broker-ws) client=("$bin/fanout-drive" --system ws) ;;
+      redis-*) client=("$bin/fanout-drive" --system redis --variant "${1#redis-}") ;;
+      nats-*) client=("$bin/fanout-drive" --system nats --variant "${1#nats-}") ;;
+    esac
+    client+=(--procs "$procs" --server-pid "$server_pid")
+    return
+  fi
+  case "$1" in
+    broker-ws) client=("$bin/broker-fanout-ws") ;;
+    redis-*) client=("$bin/baseline-redis" --variant "${1#redis-}") ;;
+    nats-*) client=("$bin/baseline-nats" --variant "${1#nats-}") ;;
+  esac
+}
+
 # Runs one system's fan-out client against a fresh server of that system and appends its
 # RESULT line (with the server's peak RSS) to the log. Usage: run_system SYSTEM REP N
 # [client options...]; systems: broker-ws, broker-native, redis-channel, redis-pattern,
@@ -172,7 +197,8 @@ run_system() {
   case "$sys" in
     broker-ws)
       start_broker_ws
-      run_client "$bin/broker-fanout-ws" --port "$port" --subscribers "$n" "$@"
+      client_cmd "$sys"
+      run_client "${client[@]}" --port "$port" --subscribers "$n" "$@"
       ;;
     broker-native)
       start_broker_native
@@ -184,15 +210,15 @@ run_system() {
       start_server "$results/redis.$stamp.log" redis-server --port "$port" --bind 127.0.0.1 \
         --save '' --appendonly no --protected-mode no --maxclients 10100 --daemonize no
       wait_port "$port"
-      run_client "$bin/baseline-redis" --port "$port" --subscribers "$n" \
-        --variant "${sys#redis-}" "$@"
+      client_cmd "$sys"
+      run_client "${client[@]}" --port "$port" --subscribers "$n" "$@"
       ;;
     nats-*)
       port="$(free_port)"
       start_server "$results/nats.$stamp.log" nats-server -a 127.0.0.1 -p "$port"
       wait_port "$port"
-      run_client "$bin/baseline-nats" --port "$port" --subscribers "$n" \
-        --variant "${sys#nats-}" "$@"
+      client_cmd "$sys"
+      run_client "${client[@]}" --port "$port" --subscribers "$n" "$@"
       ;;
     *)
       echo "unknown system $sys" >&2
@@ -204,7 +230,8 @@ run_system() {
 
 # The servers and clients of run_system: builds them and checks Redis and NATS are there.
 prepare_systems() {
-  build_targets broker-node broker-fanout-ws broker-fanout-native baseline-redis baseline-nats
+  build_targets broker-node broker-fanout-ws broker-fanout-native baseline-redis baseline-nats \
+    fanout-drive
   for tool in redis-server nats-server; do
     command -v "$tool" >/dev/null || { echo "$tool not found: run bench/install-deps" >&2; exit 1; }
   done
@@ -226,7 +253,7 @@ machine_header() {
   rev="${SOURCE_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}"
   say "# $(date -Is)  kernel $(uname -r)  source $rev  build $build"
   say "# nproc $(nproc); CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
-  say "# open files $(ulimit -n); reps $reps; throughput phase ${secs}s; latency phase ${lat_secs}s"
+  say "# open files $(ulimit -n); reps $reps; throughput phase ${secs}s; latency phase ${lat_secs}s; driver $driver$([[ $driver == epoll ]] && echo " ($procs subscriber processes)")"
   say "# load at start: $(load_line)"
   say "# raw results: $log"
 }

@@ -281,7 +281,10 @@ class Run:
 
     def build(self, *targets):
         """Builds `targets` in BUILD_DIR (unless NO_BUILD=1); {target: path of the binary}."""
-        paths = {t: os.path.join(self.build_dir, t, t) for t in targets}
+        # Tools (a source directory of their own) are <build>/<name>/<name>, the bench/
+        # programs <build>/bench/<name>.
+        paths = {t: os.path.join(self.build_dir, t, t) if os.path.isdir(os.path.join(REPO, t))
+                 else os.path.join(self.build_dir, "bench", t) for t in targets}
         if os.environ.get("NO_BUILD") != "1":
             if not os.path.exists(os.path.join(self.build_dir, "build.ninja")):
                 subprocess.run(["cmake", "-S", REPO, "-B", self.build_dir, "-G", "Ninja",
