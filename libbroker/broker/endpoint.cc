@@ -142,6 +142,7 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_subscriptions = conf.web_socket_max_subscriptions();
   opts.max_control_bytes = conf.max_pending_control_bytes();
   opts.max_input_bytes = conf.max_input_bytes();
+  opts.ping_interval_ms = internal::read_operations_settings(conf).ping_interval_ms;
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
