@@ -3,7 +3,7 @@
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
-#include "broker/internal/node_probe.hh"
+#include "broker/internal/ops/node_probe.hh"
 
 #include <future>
 #include <thread>

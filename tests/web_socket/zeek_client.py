@@ -158,13 +158,14 @@ def test_pings(node_bin):
         check(took < 3 * PING_MS / 1000 + 0.5, "closed after %.1f s" % took)
         check(alive.pings >= 3, "pings to the live client: %d" % alive.pings)
         # Still attached: it gets data.
-        alive.publish(zeek_event("/t", "still-here"))
+        other = ZeekShapedClient(node.ws_port, "other", ["/other"])
+        other.publish(zeek_event("/t", "still-here"))
         check_eq(json.loads(alive.recv_answer())["topic"], "/t", "data after the pings")
         m = wait_metric(node.metrics_port, "broker_web_socket_ping_timeouts_total",
                         lambda v: v == 1, what="one ping timeout")
-        check_eq(m.get('broker_connections{type="web-socket"}'), 1.0, "clients left")
-        alive.close()
-        silent.close()
+        check_eq(m.get('broker_connections{type="web-socket"}'), 2.0, "clients left")
+        for c in (alive, silent, other):
+            c.close()
 
 
 run_tests([test_events_both_ways, test_invalid_application_name, test_pings], limit=80)

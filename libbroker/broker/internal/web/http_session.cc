@@ -3,11 +3,11 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
-#include "broker/internal/web/page.hh"
-#include "broker/internal/web/prometheus.hh"
+#include "broker/internal/ops/page.hh"
+#include "broker/internal/ops/prometheus.hh"
 #include "broker/internal/web/server_impl.hh"
-#include "broker/internal/web/snapshot.hh"
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/snapshot.hh"
+#include "broker/internal/ops/status.hh"
 #include "broker/internal/web/ws_session.hh"
 
 #include <boost/beast/core/buffers_to_string.hpp>

@@ -9,7 +9,7 @@
 
 #include "broker/internal/io/gate.hh"
 #include "broker/internal/web/server.hh"
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/status.hh"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
