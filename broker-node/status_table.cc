@@ -254,10 +254,17 @@ void print_tables(const json& st) {
   rows.clear();
   constexpr size_t max_events = 10;
   auto first = events.size() > max_events ? events.size() - max_events : 0;
-  for (size_t i = first; i < events.size(); ++i)
+  for (size_t i = first; i < events.size(); ++i) {
+    auto message = text(events[i]["message"]);
+    if (auto n = events[i].value("repeats", json{1}); n.is_number() && n.get<uint64_t>() > 1)
+      message += " (" + text(n) + " times)";
     rows.push_back({text(events[i]["time"]), text(events[i]["level"]),
-                    text(events[i]["component"]), text(events[i]["message"])});
-  table("recent events", {"TIME", "LEVEL", "COMPONENT", "MESSAGE"}, rows, events.size());
+                    text(events[i]["component"]), message});
+  }
+  table(events.size() > rows.size() ? "recent events, the last " + std::to_string(rows.size())
+                                        + " of"
+                                    : "recent events",
+        {"TIME", "LEVEL", "COMPONENT", "MESSAGE"}, rows, rows.size());
 }
 
 } // namespace

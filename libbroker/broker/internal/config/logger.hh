@@ -18,7 +18,8 @@
 //
 // Recent events: every logger also keeps its last `recent_capacity` lines at level info or
 // more severe, whatever the configured levels (an operator who logs only warnings still
-// sees peers come and go in the web view); GET /v1/status serves them.
+// sees peers come and go in the web view), a line repeated in a row once with its count;
+// GET /v1/status serves them.
 //
 // Formats:
 //   text  <UTC time> <level> <component>: <message>
@@ -65,6 +66,9 @@ struct log_entry {
   log_level level = log_level::info;
   std::string component;
   std::string message;
+  /// How often the same line came in a row (a dial retrying every second is one entry);
+  /// `time` is the last time.
+  uint64_t repeats = 1;
 };
 
 /// See the file comment.

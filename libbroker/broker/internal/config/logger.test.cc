@@ -219,6 +219,13 @@ TEST_CASE("a logger keeps its recent events at info and above, whatever its leve
   CHECK(recent[0].message == "lost peer x");
   CHECK(recent[1].message == "client rejected");
   CHECK_FALSE(recent[1].time.empty());
+  // A line repeated in a row is one entry with a count.
+  for (int i = 0; i < 3; ++i)
+    lg.write(log_level::info, "peering", "cannot connect; retrying");
+  recent = lg.recent();
+  REQUIRE(recent.size() == 3);
+  CHECK(recent.back().repeats == 3);
+  CHECK(recent[1].repeats == 1);
   for (size_t i = 0; i < logger::recent_capacity + 10; ++i)
     lg.write(log_level::info, "x", std::to_string(i));
   recent = lg.recent();

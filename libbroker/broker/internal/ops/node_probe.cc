@@ -28,7 +28,8 @@ public:
     if (io)
       for (auto& e : io->get_logger().recent())
         result.events.push_back(
-          event_entry{e.time, std::string{to_string(e.level)}, e.component, e.message});
+          event_entry{e.time, std::string{to_string(e.level)}, e.component, e.message,
+                      e.repeats});
     auto net = ctx->network();
     if (!net)
       return result;

@@ -65,10 +65,11 @@ struct client_report {
 
 /// One recent lifecycle event of the node's log (peer lost, client rejected, errors).
 struct event_entry {
-  std::string time;
+  std::string time; ///< The last time, if repeated.
   std::string level;
   std::string component;
   std::string message;
+  uint64_t repeats = 1; ///< Times in a row.
 };
 
 /// One data store's counters (Broker's broker_store_* families).

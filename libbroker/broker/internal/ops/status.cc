@@ -349,7 +349,8 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
     events.push_back({{"time", e.time},
                       {"level", e.level},
                       {"component", e.component},
-                      {"message", e.message}});
+                      {"message", e.message},
+                      {"repeats", e.repeats}});
   doc["events"] = std::move(events);
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -300,7 +300,7 @@ function drawEvents(st) {
   for (const e of events) {
     const li = el("li", { class: "event " + e.level });
     li.append(el("span", { class: "muted" }, e.time.slice(11, 19) + " " + e.component + " "),
-              el("span", {}, e.message));
+              el("span", {}, e.message + (e.repeats > 1 ? ` (${e.repeats} times)` : "")));
     box.append(li);
   }
 }
