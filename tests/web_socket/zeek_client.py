@@ -12,7 +12,8 @@ text frames; so must ours:
   (invalid_application_name, naming the header) and close 1008; it is counted;
 - a client that answers pings stays; one that stops answering is closed with 1001 within
   about two ping intervals and counted in broker_web_socket_ping_timeouts_total;
-- bad input in a binary frame gets an error frame naming the problem, and is counted.
+- bad input in a binary frame gets an error frame naming the problem, and is counted and
+  logged (naming the client's application).
 """
 
 import json
@@ -111,6 +112,9 @@ def test_events_both_ways(node_bin):
               and any('app="ops:b@host"' in k for k in labelled),
               "app labels on the per-client metrics: %r" % labelled)
         check_eq(m.get("broker_web_socket_rejected_inputs_total"), 1.0, "rejected inputs")
+        node.wait_for(lambda l: "sent invalid input: input #2 contained invalid data" in l
+                      and "app ops:b@host" in l, stderr=True,
+                      what="the log line for the rejected input")
         a.close()
         b.close()
 
