@@ -142,5 +142,10 @@ int main(int argc, char** argv) {
   set_json_output(opts->json);
   if (!opts->status_url.empty())
     return print_status(opts->status_url, opts->json);
+  // -N names the node everywhere an operator looks (/v1/status, the web view, metric and
+  // JSON log labels) unless broker.metrics.endpoint-name names it otherwise.
+  if (!opts->name.empty()
+      && t.config().get_string("broker.metrics.endpoint-name").value_or("").empty())
+    t.config().set("broker.metrics.endpoint-name", opts->name);
   return run(t, *opts);
 }

@@ -139,7 +139,8 @@ error add_node_options(broker::configuration& cfg) {
                            "pong"));
   rows.push_back(broker_tools::option_row("name", broker::option_type::string, "",
                                           "a name for this node: prefixes its -v lines as "
-                                          "[name]",
+                                          "[name], and is broker.metrics.endpoint-name "
+                                          "unless that is set",
                                           'N'));
   rows.push_back(string_row("endpoint-id", "",
                             "Broker's option to fix the endpoint id; not supported (ids "

@@ -161,6 +161,13 @@ void table(const std::string& title, const std::vector<std::string>& head,
     std::printf("  ... and %zu more\n", total - rows.size());
 }
 
+/// "host:port", or just the host for an inbound peer (its source port is ephemeral).
+std::string where(const json& x) {
+  if (x.value("port", json{}).is_null())
+    return text(x["address"]);
+  return text(x["address"]) + ":" + text(x["port"]);
+}
+
 void print_tables(const json& st) {
   auto& e = st["endpoint"];
   auto name = e["name"].get<std::string>();
@@ -179,8 +186,7 @@ void print_tables(const json& st) {
               text(t["suspended_sources"]).c_str());
   std::vector<std::vector<std::string>> rows;
   for (auto& p : st["peers"]["items"])
-    rows.push_back({text(p["id"]), text(p["address"]) + ":" + text(p["port"]),
-                    text(p["direction"]), text(p["tls"]), text(p["state"]), queue(p["queue"]),
+    rows.push_back({text(p["id"]), where(p), text(p["direction"]), text(p["tls"]), text(p["state"]), queue(p["queue"]),
                     text(p["messages_in"]), text(p["messages_out"]), text(p["dropped"]),
                     join(p["subscriptions"])});
   for (auto& d : st["peers"]["dials"])
@@ -189,17 +195,35 @@ void print_tables(const json& st) {
   table("peers", {"ID", "ADDRESS", "DIR", "TLS", "STATE", "QUEUE", "IN", "OUT", "DROPPED",
                   "SUBSCRIPTIONS"},
         rows, st["peers"]["total"].get<size_t>() + st["peers"]["dials"].size());
+  for (auto& d : st["peers"]["dials"])
+    if (auto err = d.value("last_error", json{}); err.is_string())
+      std::printf("  %s: %s\n", where(d).c_str(), err.get<std::string>().c_str());
   rows.clear();
   for (auto& c : st["clients"]["items"]) {
     if (rows.size() == max_rows)
       break;
-    rows.push_back({text(c["id"]), text(c["address"]) + ":" + text(c["port"]), text(c["tls"]),
-                    queue(c["queue"]), text(c["messages_in"]), text(c["messages_out"]),
+    rows.push_back({text(c["id"]), text(c["address"]) + ":" + text(c["port"]),
+                    text(c.value("app", json{})), text(c["tls"]), queue(c["queue"]), text(c["messages_in"]), text(c["messages_out"]),
                     text(c["dropped"]), join(c.value("subscriptions", json{}))});
   }
-  table("WebSocket clients", {"ID", "ADDRESS", "TLS", "QUEUE", "IN", "OUT", "DROPPED",
+  table("WebSocket clients", {"ID", "ADDRESS", "APP", "TLS", "QUEUE", "IN", "OUT", "DROPPED",
                               "SUBSCRIPTIONS"},
         rows, st["clients"]["total"].get<size_t>());
+  auto& cl = st["clients"];
+  if (cl.contains("rejected_inputs")) {
+    std::string turned_away;
+    uint64_t away = 0;
+    for (auto& [reason, n] : cl["rejected_clients"].items()) {
+      if (n.get<uint64_t>() == 0)
+        continue;
+      away += n.get<uint64_t>();
+      turned_away += (turned_away.empty() ? "" : ", ") + reason + " " + text(n);
+    }
+    std::printf("  turned away %llu%s, rejected messages %s, ping timeouts %s\n",
+                static_cast<unsigned long long>(away),
+                turned_away.empty() ? "" : (" (" + turned_away + ")").c_str(),
+                text(cl["rejected_inputs"]).c_str(), text(cl["ping_timeouts"]).c_str());
+  }
   rows.clear();
   auto& local = st["local"];
   size_t total = 0;
@@ -207,12 +231,12 @@ void print_tables(const json& st) {
     total += local[kind]["total"].get<size_t>();
     for (auto& h : local[kind]["items"])
       rows.push_back({std::string{kind}.substr(0, std::string{kind}.size() - 1),
-                      text(h["handler"]), queue(h["queue"]), text(h.value("messages_in", json{})),
+                      text(h["handler"]), text(h.value("name", json{})), queue(h["queue"]), text(h.value("messages_in", json{})),
                       text(h["messages_out"]), text(h["dropped"]),
                       join(h.value("subscriptions", json{}))});
   }
-  table("local", {"KIND", "HANDLER", "QUEUE", "IN", "OUT", "DROPPED", "SUBSCRIPTIONS"}, rows,
-        total);
+  table("local", {"KIND", "HANDLER", "NAME", "QUEUE", "IN", "OUT", "DROPPED", "SUBSCRIPTIONS"},
+        rows, total);
   rows.clear();
   for (auto& s : local["stores"]["reports"])
     rows.push_back({text(s["name"]), text(s["role"]), text(s["entries"]),
@@ -225,6 +249,22 @@ void print_tables(const json& st) {
   for (auto& d : st["drops"])
     rows.push_back({text(d["kind"]), text(d["policy"]), text(d["count"])});
   table("drops", {"KIND", "POLICY", "MESSAGES"}, rows, rows.size());
+  // The last few lifecycle events: what happened recently, without reading the log.
+  auto events = st.value("events", json::array());
+  rows.clear();
+  constexpr size_t max_events = 10;
+  auto first = events.size() > max_events ? events.size() - max_events : 0;
+  for (size_t i = first; i < events.size(); ++i) {
+    auto message = text(events[i]["message"]);
+    if (auto n = events[i].value("repeats", json{1}); n.is_number() && n.get<uint64_t>() > 1)
+      message += " (" + text(n) + " times)";
+    rows.push_back({text(events[i]["time"]), text(events[i]["level"]),
+                    text(events[i]["component"]), message});
+  }
+  table(events.size() > rows.size() ? "recent events, the last " + std::to_string(rows.size())
+                                        + " of"
+                                    : "recent events",
+        {"TIME", "LEVEL", "COMPONENT", "MESSAGE"}, rows, rows.size());
 }
 
 } // namespace

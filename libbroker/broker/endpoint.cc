@@ -3,7 +3,7 @@
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
-#include "broker/internal/node_probe.hh"
+#include "broker/internal/ops/node_probe.hh"
 
 #include "broker/internal/core/local_queue.hh"
 #include "broker/internal/core/local_source.hh"
@@ -136,6 +136,7 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.handshake_timeout_ms = conf.web_socket_handshake_timeout();
   opts.max_subscriptions = conf.web_socket_max_subscriptions();
   opts.max_control_bytes = conf.max_pending_control_bytes();
+  opts.ping_interval_ms = internal::read_operations_settings(conf).ping_interval_ms;
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)

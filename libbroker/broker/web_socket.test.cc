@@ -169,10 +169,11 @@ TEST_CASE("bad input gets an error frame and the connection stays open", "[web_s
   auto [c, ack] = ws_client::subscribed(port, "[]");
   c->send("How is it going?");
   CHECK(c->read()
-        == R"j({"type":"error","code":"deserialization_failed","context":"input #1 contained malformed JSON -> caf::pec::unexpected_character(1, 1)"})j");
+        == R"j({"type":"error","code":"deserialization_failed","context":"input #1 contained malformed JSON -> unexpected character at line 1, column 1"})j");
   c->send(R"({"topic": "/test", "@data-type": "phone", "data": "555-0123"})");
-  CHECK(c->read()
-        == R"({"type":"error","code":"deserialization_failed","context":"input #2 contained invalid data"})");
+  auto second = c->read().value_or("");
+  CHECK(second.find(R"("context":"input #2 contained invalid data -> unknown @data-type)")
+        != std::string::npos);
   c->send(count_message("/t/ok", 3));
   auto msg = sub.get(10s);
   REQUIRE(msg);
@@ -188,22 +189,25 @@ TEST_CASE("a first message without a filter gets an error frame and close 1008",
     ws_client c{port};
     REQUIRE(!c.error);
     c.send(first);
-    CHECK(c.read()
-          == R"({"type":"error","code":"deserialization_failed","context":"first message must contain a filter"})");
+    CHECK(c.read().value_or("").rfind(
+            R"({"type":"error","code":"deserialization_failed","context":"first message must contain a filter: a JSON array of topic strings; )",
+            0)
+          == 0);
     CHECK(!c.read());
     CHECK(c.error == websocket::error::closed);
     CHECK(c.close_code() == 1008);
   }
 }
 
-TEST_CASE("a binary frame closes the connection with 1003", "[web_socket]") {
+TEST_CASE("a binary frame is a message like a text one (Zeek's clients send them)",
+          "[web_socket]") {
   endpoint ep{plain_config()};
   auto port = listen_ws(ep);
   auto [c, ack] = ws_client::subscribed(port, R"(["/t"])");
   c->send_binary("\x01\x02");
-  CHECK(!c->read());
-  CHECK(c->error == websocket::error::closed);
-  CHECK(c->close_code() == 1003);
+  auto answer = c->read().value_or("");
+  CHECK(answer.rfind(R"({"type":"error","code":"deserialization_failed","context":"input #1 contained malformed JSON -> )", 0) == 0);
+  CHECK(!c->error);
 }
 
 TEST_CASE("a wrong path is refused with 400 and the spec's text", "[web_socket]") {

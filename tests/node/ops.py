@@ -61,6 +61,13 @@ def test_status_tables(binary):
         check(b_id in out and "/b/" in out and "inbound" in out,
               "B's row with its subscription and direction: %r" % out)
         check("\nlocal (" in out and "hub" in out, "local handlers: %r" % out)
+        check("\nrecent events (" in out and "peered with " + b_id in out,
+              "the peering among the recent events: %r" % out)
+        check("turned away 0, rejected messages 0, ping timeouts 0" in out,
+              "the WebSocket rejections line: %r" % out)
+        row = [r for r in out.splitlines() if b_id in r and "inbound" in r][0]
+        check(" 127.0.0.1 " in row, "an inbound peer's address, without its source port: %r"
+              % row)
         code, out, err = run_once(binary, ["--status", url, "--json"])
         check_eq(code, 0, "exit code of --status --json")
         check_eq(json.loads(out)["peers"]["items"][0]["id"], b_id, "the document's peer")

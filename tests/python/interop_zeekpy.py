@@ -1,18 +1,24 @@
 """py.interop_zeekpy: brokerclient and zeekpy (a third-party client of the same WebSocket
-API, from PyPI) exchange Zeek events with typed arguments through a node, both ways.
+API, from PyPI, written for Zeek's own server) exchange Zeek events with typed arguments
+through a node, both ways; zeekpy names itself with X-Application-Name, and /v1/status
+shows that name.
 
-zeekpy needs Python >= 3.11 and websockets >= 15, so this test skips (exit 77) where it is
-not installed, e.g. with Debian bookworm's python3-websockets 10.4; run it by hand with an
-interpreter that has zeekpy:
-    PYTHONPATH=<dir with zeekpy and websockets>:python python3 \\
+zeekpy needs Python >= 3.11 and websockets >= 15 (Debian bookworm has 10.4):
+scripts/install-deps pip-installs both into .deps/python, and CMake puts that directory on
+this test's PYTHONPATH (only this test's). Without them the test skips (exit 77), except
+under CI=true, where it fails. By hand:
+    PYTHONPATH=.deps/python:python python3 \\
         tests/python/interop_zeekpy.py build/broker-node/broker-node
 """
 
 import asyncio
 import datetime
 import ipaddress
+import json
 import os
+import sys
 import threading
+import urllib.request
 import time
 
 import harness  # noqa: F401  (the paths of brokertest and brokerclient)
@@ -23,7 +29,11 @@ from brokertest.wsclient import in_thread
 try:
     import zeekpy
 except ImportError as e:
-    skip_script("zeekpy is not installed (%s)" % e)
+    if os.environ.get("CI") == "true":
+        print("FAIL interop_zeekpy.py: zeekpy is not installed (%s); scripts/install-deps "
+              "puts it into .deps/python" % e, flush=True)
+        sys.exit(1)
+    skip_script("zeekpy is not installed (%s); run scripts/install-deps" % e)
 
 from brokerclient import Count, Enum, Event, Port, aio  # noqa: E402
 
@@ -40,7 +50,7 @@ WHEN = datetime.datetime(2023, 4, 18, 14, 13, 14, tzinfo=UTC)
 def zeekpy_receives(url, started):
     """Runs a zeekpy consumer until its handler saw one `ping`; returns the arguments."""
     received = []
-    zeek = zeekpy.Zeek(url, topics=["/interop/to-zeekpy"])
+    zeek = zeekpy.Zeek(url, topics=["/interop/to-zeekpy"], app_name="zeekpy-consumer")
 
     @zeek.on("ping")
     def ping(c: zeekpy.count, s: str, a: zeekpy.addr, p: zeekpy.port, e: zeekpy.enum,
@@ -66,7 +76,7 @@ def zeekpy_publishes(url):
 
 async def test_interop(node_bin):
     """brokerclient and zeekpy exchange Zeek events with typed arguments, both ways"""
-    with Node(node_bin, web_socket=True) as node:
+    with Node(node_bin, web_socket=True, metrics=True) as node:
         url = node.url()
         async with aio.connect(url, ["/interop/from-zeekpy"]) as client:
             # brokerclient -> zeekpy
@@ -74,6 +84,11 @@ async def test_interop(node_bin):
             consumer = in_thread(zeekpy_receives, url, started)
             task = asyncio.ensure_future(consumer)
             check(await in_thread(started.wait, TIMEOUT), "zeekpy did not connect")
+            status = "http://127.0.0.1:%d/v1/status" % node.metrics_port
+            with urllib.request.urlopen(status, timeout=TIMEOUT) as res:
+                apps = [c["app"] for c in json.loads(res.read())["clients"]["items"]]
+            check("zeekpy-consumer" in apps, "zeekpy's application name in /v1/status: %r"
+                  % apps)
             await client.publish("/interop/to-zeekpy", Event("ping", [
                 Count(7), "from brokerclient", ipaddress.ip_address("10.0.0.1"),
                 Port(443, "tcp"), Enum("Intel::ADDR"), datetime.timedelta(seconds=2), WHEN,

@@ -26,10 +26,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "lib"))
 
 from brokertest.checks import TestFailure, check, check_eq, run_tests, skip_script  # noqa: E402
-from brokertest.net import LOCALHOST  # noqa: E402
+from brokertest.net import LOCALHOST, free_port  # noqa: E402
 from brokertest.nodes import Node, is_status, peer_uri  # noqa: E402
 from brokertest.procs import Cleanup  # noqa: E402
-from brokertest.rawws import RawClient  # noqa: E402
+from brokertest.rawws import BINARY, RawClient  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # The flags this machine needs (no sandbox as root, no network beyond loopback).
@@ -51,7 +51,11 @@ if not CHROMIUM:
 def browser(url, *args):
     """Runs headless chromium on `url` with a fresh profile; returns its stdout."""
     with tempfile.TemporaryDirectory(prefix="broker-chromium-") as profile:
-        res = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, "--user-data-dir=" + profile, *args,
+        # A budget among `args` replaces the default one.
+        flags = [f for f in CHROMIUM_FLAGS
+                 if not (f.startswith("--virtual-time-budget=")
+                         and any(a.startswith("--virtual-time-budget=") for a in args))]
+        res = subprocess.run([CHROMIUM, *flags, "--user-data-dir=" + profile, *args,
                               url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              timeout=BROWSER_TIMEOUT)
     if res.returncode != 0:
@@ -117,4 +121,59 @@ def test_page_shows_the_node_and_two_peers(binary):
         print("screenshot of the web view: %s" % os.path.abspath(SCREENSHOT), flush=True)
 
 
-run_tests([test_page_shows_the_node_and_two_peers], limit=150)
+def test_page_explains_itself(binary):
+    """the page names the node (-N), inbound peers without their source port, why a dial
+    waits, stores by name, client applications, recent events; says 1 peer; explains its
+    totals"""
+    with Cleanup() as cleanup:
+        dead = free_port()
+        a = cleanup.add(Node(binary, ["-N", "page-node", "--master-stores", "users",
+                                      "--peer-retry=1", "--peers", peer_uri(dead)], "A",
+                             web_socket=True, metrics=True))
+        b = cleanup.add(Node(binary, ["-t", "/b/", "-v", "--peers", peer_uri(a.port)], "B"))
+        b.wait_for(is_status("peer_added"), what="B's peering with A")
+        ws = cleanup.add(RawClient(a.ws_port, extra_headers=[("X-Application-Name",
+                                                               "zeek-rs/page")]))
+        ws.send_frame(BINARY, json.dumps(["/ws/"]))
+        ws.recv_text()
+        deadline = time.monotonic() + WAIT
+        while True:
+            st = status(a.metrics_port)
+            if (st["peers"]["total"] == 1 and st["clients"]["total"] == 1
+                    and st["peers"]["dials"] and st["peers"]["dials"][0]["last_error"]
+                    and st["local"]["stores"]["reports"]):
+                break
+            check(time.monotonic() < deadline, "A's peer, client, dial error and store")
+            time.sleep(0.05)
+        source_port = st["peers"]["items"][0]["source_port"]
+        dom = browser("http://%s:%d/" % (LOCALHOST, a.metrics_port), "--dump-dom")
+        check("broker node page-node" in dom, "-N names the node in the title")
+        check("1 peer ·" in dom and "1 peers" not in dom, "one peer, in English")
+        check("1 WebSocket client<" in dom, "one client, in English")
+        check("from 127.0.0.1 ←" in dom, "the inbound peer by its address")
+        # (The log lines among the recent events may name the connection's source port.)
+        outside_events = re.sub(r'<ul id="events".*?</ul>', "", dom, flags=re.S)
+        check("127.0.0.1:%d" % source_port not in outside_events,
+              "no ephemeral source port (%d) shown as the peer's address" % source_port)
+        check(re.search(r'class="why"[^>]*>cannot connect to 127\.0\.0\.1:%d' % dead, dom),
+              "the dial says why it waits")
+        check("store users (master)" in dom and 'data-store="users"' in dom,
+              "the store by its name, in the queues and the store table")
+        check("client zeek-rs/page 127.0.0.1:" in dom, "the client's application")
+        check(re.search(r'<ul id="events"[^>]*>.*peered with', dom, re.S),
+              "the peering among the recent events")
+        check("without subscribers" in dom and "(unrouted)" in dom,
+              "unrouted explained")
+        check("times a source paused" in dom, "suspensions explained")
+        check("hub #" not in dom and "store master #" not in dom, "no handler numbers as names")
+
+        # First paint of a node nobody watched: no rates yet, not rates of 0.
+        c = cleanup.add(Node(binary, [], "C", metrics=True))
+        first = browser("http://%s:%d/" % (LOCALHOST, c.metrics_port), "--dump-dom",
+                        "--virtual-time-budget=300")
+        check("(measuring…)" in first, "the first paint says the rates are being measured")
+        check("(last 0 s)" not in first, "no window of 0 s")
+        check(re.search(r'<div class="rate"><b>–</b>', first), "no rate of 0 before a base")
+
+
+run_tests([test_page_shows_the_node_and_two_peers, test_page_explains_itself], limit=170)

@@ -9,7 +9,10 @@ lag and leave.
 - A raw peer that stops reading (lag) fills its queue: drops show in its entry, in the
   drop table and in the per-peer metrics; pings it sends are counted as processed pings.
 - Nodes leave: the list shrinks, and an outgoing peering to a node that is gone shows as
-  a dial.
+  a dial with the error of its last attempt; peerings and losses are among the recent
+  events.
+- An inbound peer's ephemeral source port is source_port, not port; a store is listed by
+  its name; -N names the node (unless broker.metrics.endpoint-name does).
 - Bad requests get 400, unknown paths 404; --broker.metrics.status-page=false turns the
   API and the page off, not /metrics.
 
@@ -95,6 +98,9 @@ def test_peers_clients_lag_leave(binary):
         st = wait_status(mport, lambda s: s["peers"]["total"] == 1, "B in A's status")
         pb = st["peers"]["items"][0]
         check_eq(pb["direction"], "inbound", "B dialed A")
+        # B's source port is ephemeral: reported as such, not as B's port.
+        check_eq(pb["port"], None, "no port for an inbound peer")
+        check(isinstance(pb["source_port"], int), "the source port: %r" % pb)
         check_eq(pb["tls"], "plain", "TLS of B's peering (--broker.disable-ssl)")
         check_eq(pb["state"], "peered", "B's state")
         check_eq(pb["queue"]["capacity"], LAG_QUEUE, "B's queue capacity")
@@ -109,6 +115,9 @@ def test_peers_clients_lag_leave(binary):
         client = st["clients"]["items"][0]
         check_eq(client["subscriptions"], ["/ws/"], "the client's subscriptions")
         check_eq(client["direction"], "inbound", "the client's direction")
+        check_eq(client["app"], None, "a client without X-Application-Name")
+        check(any("peered with" in e["message"] for e in st["events"]),
+              "the peering among the recent events: %r" % st["events"][-5:])
         m = scrape_metrics(mport)
         check_eq(m['broker_connections{type="native"}'], 1, "native connections with B")
         check_eq(m['broker_connections{type="web-socket"}'], 1, "web-socket connections")
@@ -142,7 +151,7 @@ def test_peers_clients_lag_leave(binary):
                   for d in st["drops"]), "the drop table names peer/drop_newest: %r" % st["drops"])
         m = scrape_metrics(mport)
         key = 'broker_peer_dropped_messages_total{peer="%s",address="%s:%d"}' % (
-            lag_id, lag["address"], lag["port"])
+            lag_id, lag["address"], lag["source_port"])
         check(m.get(key, 0) > 0, "per-peer drops in the metrics: %s = %r" % (key, m.get(key)))
         check(m['broker_handler_dropped_messages_total{kind="peer",policy="drop_newest"}'] > 0,
               "drops by kind and policy")
@@ -181,6 +190,13 @@ def test_dial_to_a_gone_node(binary):
         check_eq((dial["address"], dial["port"]), (LOCALHOST, bport), "the dial's target")
         check(dial["state"] in ("waiting", "connecting"), "the dial's state: %r" % dial)
         check_eq(dial["id"], p["id"], "the dial remembers B's id")
+        # Why it waits: the last attempt's error, once one failed.
+        st = wait_status(a.metrics_port, lambda s: s["peers"]["dials"]
+                         and s["peers"]["dials"][0]["last_error"], "the dial's last error")
+        err = st["peers"]["dials"][0]["last_error"]
+        check("cannot connect to %s:%d" % (LOCALHOST, bport) in err, "the dial's error: %r" % err)
+        check(any("lost peer" in e["message"] for e in st["events"]),
+              "the lost peer among the recent events: %r" % st["events"][-5:])
 
 
 def test_requests(binary):
@@ -211,7 +227,26 @@ def test_endpoint_name(binary):
         check('broker_connections{endpoint="manager",type="native"}' in m,
               "Broker's family with the endpoint label")
         check_eq(status(a.metrics_port)["endpoint"]["name"], "manager", "the status's name")
+        # broker-node -N names the node too (unless the option names it otherwise).
+        n = cleanup.add(Node(binary, ["-N", "worker-1"], "N", metrics=True))
+        check_eq(status(n.metrics_port)["endpoint"]["name"], "worker-1", "-N in the status")
+        check('broker_connections{endpoint="worker-1",type="native"}'
+              in scrape_metrics(n.metrics_port), "-N labels the metrics")
+        both = cleanup.add(Node(binary, ["-N", "worker-2"], "B", metrics=True,
+                                env={"BROKER_METRICS_ENDPOINT_NAME": "manager"}))
+        check_eq(status(both.metrics_port)["endpoint"]["name"], "manager",
+                 "the option wins over -N")
+
+
+def test_stores_by_name(binary):
+    """a store shows up by its name, in the queues and in the store table"""
+    with Cleanup() as cleanup:
+        a = cleanup.add(Node(binary, ["--master-stores", "users"], "A", metrics=True))
+        st = wait_status(a.metrics_port, lambda s: s["local"]["stores"]["total"] == 1
+                         and s["local"]["stores"]["reports"], "the store in the status")
+        check_eq(st["local"]["stores"]["items"][0]["name"], "users", "the store handler's name")
+        check_eq(st["local"]["stores"]["reports"][0]["name"], "users", "the store's report")
 
 
 run_tests([test_peers_clients_lag_leave, test_dial_to_a_gone_node, test_requests,
-           test_endpoint_name], limit=150)
+           test_endpoint_name, test_stores_by_name], limit=170)

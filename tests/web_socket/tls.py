@@ -6,7 +6,8 @@ The node gets a certificate, a key encrypted with a passphrase and the CA
 - a Python `websockets` client with a certificate from that CA sends ten counts, and a
   second one receives the ten frames of §10.4 byte for byte;
 - a client without a certificate, one whose certificate another CA signed, and a plain
-  ws:// client are all refused (and the node logs why);
+  ws:// client are all refused (and the node logs why); the plain client gets a plain-text
+  HTTP 400 that says the port speaks TLS (so does a plain http:// request);
 - on SIGTERM the connected client gets close 1000 over TLS.
 """
 
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
 from brokertest.checks import TestFailure, check, check_eq, run_tests  # noqa: E402
 from brokertest.nodes import NODE_TLS, Node, cert  # noqa: E402
+from brokertest.rawws import http_exchange, parse_http_response, upgrade_request  # noqa: E402
 from brokertest.wsclient import expect_close, in_thread, recv, subscribe  # noqa: E402
 
 TEN_COUNTS = ['{"type":"data-message","topic":"/test","@data-type":"count","data":%d}' % n
@@ -72,6 +74,16 @@ async def main(binary):
         await expect_refused(node.ws_port, "a client whose certificate another CA signed",
                              ssl=client_context("intruder"))
         await expect_refused(node.ws_port, "a plain ws:// client")
+        # Plain HTTP on the TLS port: a readable 400, not a TLS alert or silence.
+        raw = await in_thread(http_exchange, node.ws_port,
+                              upgrade_request(extra_headers=[("X-Application-Name", "p")])[0])
+        code, _, headers, body = parse_http_response(raw)
+        check_eq(code, 400, "plain HTTP on the TLS port")
+        check("speaks TLS" in body.decode() and "wss://" in body.decode(),
+              "the 400 says why: %r" % body)
+        check_eq(int(headers["content-length"][0]), len(body), "Content-Length of the 400")
+        node.wait_for(lambda l: "plain HTTP from" in l and "TLS port" in l, stderr=True,
+                      what="the log line for plain HTTP on the TLS port")
         for reason in ["peer did not return a certificate", "certificate verify failed"]:
             node.wait_for(lambda l, r=reason: "TLS handshake with" in l and r in l, stderr=True,
                           what="the log line for a refused client (%s)" % reason)

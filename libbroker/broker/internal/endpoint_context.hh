@@ -11,7 +11,7 @@
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server.hh"
-#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/ops/snapshot.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/store/store_actor.hh"
 
@@ -99,6 +99,12 @@ public:
   void add_server(std::shared_ptr<http_server> srv) {
     std::lock_guard<std::mutex> guard{mtx_};
     servers_.push_back(std::move(srv));
+  }
+
+  /// The running HTTP servers (WebSocket and metrics).
+  std::vector<std::shared_ptr<http_server>> servers() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return servers_;
   }
 
   std::vector<std::shared_ptr<http_server>> stop_servers() {

@@ -558,6 +558,38 @@ std::string parser_error_text(const decode_result& res) {
   return result;
 }
 
+std::string syntax_error_text(const decode_result& res) {
+  std::string result;
+  switch (res.code) {
+    case pec::unexpected_character:
+      result = "unexpected character";
+      break;
+    case pec::unexpected_eof:
+      result = "unexpected end of input";
+      break;
+    case pec::trailing_character:
+      result = "unexpected text after the JSON value";
+      break;
+    case pec::integer_overflow:
+      result = "integer above 18446744073709551615";
+      break;
+    case pec::integer_underflow:
+      result = "integer below -9223372036854775808";
+      break;
+    case pec::nested_too_deeply:
+      result = "arrays and objects nested deeper than broker.max-nesting-depth";
+      break;
+    case pec::input_too_large:
+      result = "input of 4 GiB or more";
+      break;
+  }
+  result += " at line ";
+  result += std::to_string(res.line);
+  result += ", column ";
+  result += std::to_string(res.column);
+  return result;
+}
+
 std::string error_context(size_t input_number, const decode_result& res) {
   std::string result = "input #";
   result += std::to_string(input_number);
@@ -566,13 +598,17 @@ std::string error_context(size_t input_number, const decode_result& res) {
       break;
     case decode_status::malformed_json:
       result += " contained malformed JSON -> ";
-      result += parser_error_text(res);
+      result += syntax_error_text(res);
       break;
     case decode_status::not_an_object:
       result += " expected a JSON object";
+      if (!res.detail.empty())
+        result += " -> got " + res.detail;
       break;
     case decode_status::invalid_data:
       result += " contained invalid data";
+      if (!res.detail.empty())
+        result += " -> " + res.detail;
       break;
     case decode_status::internal_error:
       // Broker's text for a duplicate set element or table key (§8).

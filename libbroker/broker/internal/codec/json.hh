@@ -114,6 +114,10 @@ struct decode_result {
   pec code = pec::unexpected_character;
   size_t line = 0;
   size_t column = 0;
+  /// What was wrong, for people: for invalid_data the JSON path of the offending value and
+  /// what it should have been (e.g. `data[1].data: expected a non-negative integer for
+  /// @data-type "count", got number -5`); for not_an_object what came instead.
+  std::string detail;
 
   /// True on success.
   explicit operator bool() const noexcept { return status == decode_status::ok; }
@@ -123,8 +127,14 @@ struct decode_result {
 /// Pre: `res.status == decode_status::malformed_json`.
 std::string parser_error_text(const decode_result& res);
 
+/// A syntax error for people: `unexpected end of input at line 1, column 12`.
+/// Pre: `res.status == decode_status::malformed_json`.
+std::string syntax_error_text(const decode_result& res);
+
 /// The §8 context string for message number `input_number` (1-based, counted after the
-/// handshake), e.g. `input #3 contained invalid data`. Pre: `!res`.
+/// handshake): Broker's words, then after ` -> ` what was wrong, e.g. `input #3 contained
+/// invalid data -> data: expected a non-negative integer for @data-type "count", got
+/// string "seven"`. Clients that match Broker's prefix keep working. Pre: `!res`.
 std::string error_context(size_t input_number, const decode_result& res);
 
 /// Decodes a client data message (§5.2): a JSON object with an optional string `topic`
@@ -140,7 +150,8 @@ decode_result decode_data_message(std::string_view text, std::string& topic, dat
 decode_result decode(std::string_view text, data& value, size_t max_depth = default_max_depth);
 
 /// Decodes the first client message (§4.1): a JSON array of strings (topic prefixes).
-/// Anything else yields ec::deserialization_failed "first message must contain a filter".
+/// Anything else yields ec::deserialization_failed "first message must contain a filter",
+/// followed by what came instead (e.g. `: element 2 is a number, not a string`).
 expected<std::vector<std::string>> decode_filter(std::string_view text,
                                                  size_t max_depth = default_max_depth);
 

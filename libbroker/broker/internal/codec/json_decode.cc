@@ -174,6 +174,22 @@ double to_double(std::string_view text) {
   return negative ? -value : value;
 }
 
+/// Longest excerpt of a string or number quoted in an error message.
+constexpr size_t max_quoted = 40;
+
+/// `text` in quotes, cut to max_quoted bytes (with "...").
+std::string quoted(std::string_view text) {
+  std::string result = "\"";
+  if (text.size() > max_quoted) {
+    append_valid_utf8(text.substr(0, max_quoted), result);
+    result += "...";
+  } else {
+    append_valid_utf8(text, result);
+  }
+  result += '"';
+  return result;
+}
+
 /// Builds broker::data from a tape (see json.hh, stage 2). Failures are invalid data; a
 /// duplicate set element or table key is only remembered, because Broker reports invalid
 /// data anywhere in the message before duplicates.
@@ -183,6 +199,52 @@ public:
     : in_(input), tape_(tape) {}
 
   bool saw_duplicate() const noexcept { return saw_duplicate_; }
+
+  /// After a failed conversion: the JSON path of the offending value and what was wrong.
+  std::string failure() const {
+    std::string path;
+    for (auto i = path_.rbegin(); i != path_.rend(); ++i)
+      path += *i;
+    if (!path.empty() && path.front() == '.')
+      path.erase(0, 1);
+    return path.empty() ? why_ : path + ": " + why_;
+  }
+
+  /// Records why the conversion fails (the innermost reason wins); returns false.
+  bool fail(std::string why) {
+    if (why_.empty())
+      why_ = std::move(why);
+    return false;
+  }
+
+  /// Adds the segment of the path that leads to the failure (called while unwinding).
+  bool fail_at(std::string segment) {
+    path_.push_back(std::move(segment));
+    return false;
+  }
+
+  /// What the token at `index` is, for error messages: `number -5`, `string "x"`, ...
+  std::string describe(uint32_t index) const {
+    auto& tok = tape_[index];
+    switch (tok.kind) {
+      case token_kind::object:
+        return "an object";
+      case token_kind::array:
+        return "an array";
+      case token_kind::string:
+        return "string " + quoted(raw(tok));
+      case token_kind::number:
+        return "number " + std::string{raw(tok).substr(0, max_quoted)};
+      case token_kind::true_value:
+        return "true";
+      case token_kind::false_value:
+        return "false";
+      case token_kind::null_value:
+        return "null";
+      default:
+        return "a non-finite number";
+    }
+  }
 
   const token& at(uint32_t index) const { return tape_[index]; }
 
@@ -232,23 +294,34 @@ public:
   /// Converts the value object `{"@data-type":...,"data":...}` at `index`.
   bool value_object(uint32_t index, data& out) {
     if (tape_[index].kind != token_kind::object)
-      return false;
+      return fail("expected a value object {\"@data-type\": ..., \"data\": ...}, got "
+                  + describe(index));
     static constexpr std::string_view names[] = {"@data-type", "data"};
     uint32_t found[2];
     find_members(index, names, found);
     auto [type_index, data_index] = found;
-    if (type_index == npos || tape_[type_index].kind != token_kind::string)
-      return false;
+    if (type_index == npos)
+      return fail("missing \"@data-type\"");
+    if (tape_[type_index].kind != token_kind::string)
+      return fail("\"@data-type\" must be a string, got " + describe(type_index));
     data::type type;
     if (!lookup_type(type_index, type))
-      return false;
+      return fail("unknown @data-type " + quoted(raw(tape_[type_index]))
+                  + " (known: none, boolean, count, integer, real, string, address, subnet, "
+                    "port, timestamp, timespan, enum-value, set, table, vector)");
     if (type == data::type::none) {
       out = nil; // Broker ignores `data` entirely here, even its absence.
       return true;
     }
     if (data_index == npos)
-      return false;
-    return convert(type, data_index, out);
+      return fail("missing \"data\" for @data-type \"" + std::string{broker::to_string(type)}
+                  + "\"");
+    if (!convert(type, data_index, out)) {
+      if (why_.empty() || needs_type_)
+        expected_for(type, data_index);
+      return fail_at(".data");
+    }
+    return true;
   }
 
 private:
@@ -264,17 +337,69 @@ private:
     return false;
   }
 
+  /// Sets the reason of a scalar that does not fit its @data-type.
+  void expected_for(data::type type, uint32_t index) {
+    needs_type_ = false;
+    std::string what;
+    switch (type) {
+      case data::type::boolean:
+        what = "true or false";
+        break;
+      case data::type::count:
+        what = "a non-negative integer (at most 18446744073709551615)";
+        break;
+      case data::type::integer:
+        what = "an integer between -9223372036854775808 and 9223372036854775807";
+        break;
+      case data::type::real:
+        what = "a number";
+        break;
+      case data::type::address:
+        what = "an IPv4 or IPv6 address in a string";
+        break;
+      case data::type::subnet:
+        what = "a subnet such as \"10.0.0.0/8\" in a string";
+        break;
+      case data::type::port:
+        what = "a port such as \"80/tcp\" in a string";
+        break;
+      case data::type::timestamp:
+        what = "a timestamp such as \"2023-04-18T14:13:14.000\" in a string";
+        break;
+      case data::type::timespan:
+        what = "a timespan such as \"1500ms\" in a string";
+        break;
+      case data::type::set:
+      case data::type::vector:
+        what = "an array of value objects";
+        break;
+      case data::type::table:
+        what = "an array of {\"key\": ..., \"value\": ...} objects";
+        break;
+      default:
+        what = "a string";
+    }
+    why_ = "expected " + what + " for @data-type \"" + std::string{broker::to_string(type)}
+           + "\", got " + describe(index);
+  }
+
   /// Parses a string token with `parse`, which returns an optional.
   template <class Parse>
   bool parsed_string(uint32_t index, data& out, Parse parse) {
     if (tape_[index].kind != token_kind::string)
-      return false;
+      return type_mismatch();
     string_at(index, scratch_);
     auto value = parse(scratch_);
     if (!value)
-      return false;
+      return type_mismatch();
     out = *value;
     return true;
+  }
+
+  /// A scalar that does not fit: value_object() words the reason (it knows the type).
+  bool type_mismatch() {
+    needs_type_ = true;
+    return false;
   }
 
   /// Magnitude of an integral number token. Pre: range-checked by the tokenizer.
@@ -293,21 +418,21 @@ private:
     switch (type) {
       case data::type::boolean:
         if (tok.kind != token_kind::true_value && tok.kind != token_kind::false_value)
-          return false;
+          return type_mismatch();
         out = tok.kind == token_kind::true_value;
         return true;
       case data::type::count: {
         if (!is_integral_number)
-          return false;
+          return type_mismatch();
         auto value = magnitude(tok);
         if ((tok.flags & flag_negative) && value != 0) // "-0" is zero, not negative
-          return false;
+          return type_mismatch();
         out = count{value};
         return true;
       }
       case data::type::integer: {
         if (!is_integral_number)
-          return false;
+          return type_mismatch();
         auto value = magnitude(tok);
         if (tok.flags & flag_negative) {
           out = value == max_negative_magnitude ? std::numeric_limits<integer>::min()
@@ -315,7 +440,7 @@ private:
           return true;
         }
         if (value > static_cast<uint64_t>(std::numeric_limits<integer>::max()))
-          return false;
+          return type_mismatch();
         out = static_cast<integer>(value);
         return true;
       }
@@ -324,7 +449,7 @@ private:
       case data::type::string:
       case data::type::enum_value: {
         if (tok.kind != token_kind::string)
-          return false;
+          return type_mismatch();
         std::string str;
         string_at(index, str);
         if (type == data::type::string)
@@ -350,7 +475,7 @@ private:
       case data::type::vector:
         return convert_vector(index, out);
       default: // none is handled by the caller
-        return false;
+        return type_mismatch();
     }
   }
 
@@ -370,7 +495,7 @@ private:
         out = -std::numeric_limits<real>::infinity();
         return true;
       default:
-        return false;
+        return type_mismatch();
     }
   }
 
@@ -380,11 +505,11 @@ private:
   bool for_each_element(uint32_t index, Fn fn) {
     auto& tok = tape_[index];
     if (tok.kind != token_kind::array)
-      return false;
+      return type_mismatch();
     auto element = index + 1;
     for (uint32_t i = 0; i < tok.count; ++i) {
       if (!fn(element))
-        return false;
+        return fail_at("[" + std::to_string(i) + "]");
       element = skip(element);
     }
     return true;
@@ -410,16 +535,22 @@ private:
     broker::table xs;
     auto ok = for_each_element(index, [&](uint32_t element) {
       if (tape_[element].kind != token_kind::object)
-        return false;
+        return fail("expected an object {\"key\": ..., \"value\": ...}, got "
+                    + describe(element));
       static constexpr std::string_view names[] = {"key", "value"};
       uint32_t found[2];
       find_members(element, names, found);
       auto [key_index, value_index] = found;
       data key;
       data value;
-      if (key_index == npos || value_index == npos || !value_object(key_index, key)
-          || !value_object(value_index, value))
-        return false;
+      if (key_index == npos)
+        return fail("missing \"key\"");
+      if (value_index == npos)
+        return fail("missing \"value\"");
+      if (!value_object(key_index, key))
+        return fail_at(".key");
+      if (!value_object(value_index, value))
+        return fail_at(".value");
       if (!xs.emplace(std::move(key), std::move(value)).second)
         saw_duplicate_ = true;
       return true;
@@ -453,7 +584,19 @@ private:
   const std::vector<token>& tape_;
   std::string scratch_;
   bool saw_duplicate_ = false;
+  // Failure (only written on the error path): the reason, the path in reverse order, and
+  // whether value_object() still has to word a type mismatch.
+  std::string why_;
+  std::vector<std::string> path_;
+  bool needs_type_ = false;
 };
+
+decode_result invalid(std::string detail) {
+  decode_result result;
+  result.status = decode_status::invalid_data;
+  result.detail = std::move(detail);
+  return result;
+}
 
 decode_result make_result(decode_status status) {
   decode_result result;
@@ -476,9 +619,12 @@ decode_result decoder::data_message(std::string_view text, std::string& topic, d
   auto result = tokenize(text, max_depth, tape);
   if (!result)
     return result;
-  if (tape.front().kind != token_kind::object)
-    return make_result(decode_status::not_an_object);
   converter conv{text, tape};
+  if (tape.front().kind != token_kind::object) {
+    auto result = make_result(decode_status::not_an_object);
+    result.detail = conv.describe(0);
+    return result;
+  }
   static constexpr std::string_view names[] = {"topic"};
   uint32_t found[1];
   conv.find_members(0, names, found);
@@ -486,10 +632,11 @@ decode_result decoder::data_message(std::string_view text, std::string& topic, d
     conv.string_at(found[0], topic);
   else
     topic.clear(); // Broker publishes such messages on the empty topic (§5.2)
-  auto ok = conv.value_object(0, value);
+  if (!conv.value_object(0, value))
+    return invalid(conv.failure());
   // Clients may not publish to reserved topics [fix].
-  if (!ok || topic.compare(0, topic::reserved.size(), topic::reserved) == 0)
-    return make_result(decode_status::invalid_data);
+  if (topic.compare(0, topic::reserved.size(), topic::reserved) == 0)
+    return invalid("topic: " + quoted(topic) + " starts with the reserved prefix <$>");
   if (conv.saw_duplicate())
     return make_result(decode_status::internal_error);
   return result;
@@ -500,30 +647,38 @@ decode_result decode(std::string_view text, data& value, size_t max_depth) {
   auto result = tokenize(text, max_depth, tape);
   if (!result)
     return result;
-  if (tape.front().kind != token_kind::object)
-    return make_result(decode_status::not_an_object);
   converter conv{text, tape};
+  if (tape.front().kind != token_kind::object) {
+    auto result = make_result(decode_status::not_an_object);
+    result.detail = conv.describe(0);
+    return result;
+  }
   if (!conv.value_object(0, value))
-    return make_result(decode_status::invalid_data);
+    return invalid(conv.failure());
   if (conv.saw_duplicate())
     return make_result(decode_status::internal_error);
   return result;
 }
 
 expected<std::vector<std::string>> decode_filter(std::string_view text, size_t max_depth) {
-  auto not_a_filter = [] {
-    return expected<std::vector<std::string>>{ec::deserialization_failed,
-                                              "first message must contain a filter"};
+  auto not_a_filter = [](const std::string& why) {
+    return expected<std::vector<std::string>>{
+      ec::deserialization_failed,
+      "first message must contain a filter: a JSON array of topic strings; " + why};
   };
   std::vector<token> tape;
-  if (!tokenize(text, max_depth, tape) || tape.front().kind != token_kind::array)
-    return not_a_filter();
+  auto res = tokenize(text, max_depth, tape);
+  if (!res)
+    return not_a_filter("got malformed JSON -> " + syntax_error_text(res));
   converter conv{text, tape};
+  if (tape.front().kind != token_kind::array)
+    return not_a_filter("got " + conv.describe(0));
   std::vector<std::string> result;
   result.reserve(tape.front().count);
   for (uint32_t index = 1; index < tape.size(); ++index) {
     if (conv.at(index).kind != token_kind::string)
-      return not_a_filter();
+      return not_a_filter("element " + std::to_string(index) + " is " + conv.describe(index)
+                          + ", not a string");
     conv.string_at(index, result.emplace_back());
   }
   return result;

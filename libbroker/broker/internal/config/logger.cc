@@ -112,7 +112,26 @@ error logger::open_file(const std::string& path, log_level level) {
   return {};
 }
 
+std::vector<log_entry> logger::recent() const {
+  std::lock_guard<std::mutex> guard{recent_mtx_};
+  return {recent_.begin(), recent_.end()};
+}
+
 void logger::write(log_level x, std::string_view component, std::string_view message) const {
+  if (x != log_level::quiet && x <= log_level::info) {
+    auto time = broker::to_string(now());
+    std::lock_guard<std::mutex> guard{recent_mtx_};
+    if (!recent_.empty() && recent_.back().level == x && recent_.back().component == component
+        && recent_.back().message == message) {
+      recent_.back().time = std::move(time);
+      ++recent_.back().repeats;
+    } else {
+      if (recent_.size() == recent_capacity)
+        recent_.pop_front();
+      recent_.push_back(
+        log_entry{std::move(time), x, std::string{component}, std::string{message}});
+    }
+  }
   if (!enabled(x))
     return;
   auto line = render(x, component, message);

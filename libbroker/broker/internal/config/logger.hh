@@ -16,12 +16,20 @@
 // A logger may also append to a file (broker.log-file, Broker's caf.logger.file.path), with
 // its own level (broker.log-file-level); the file is set up before the logger is shared.
 //
+// Recent events: every logger also keeps its last `recent_capacity` lines at level info or
+// more severe, whatever the configured levels (an operator who logs only warnings still
+// sees peers come and go in the web view), a line repeated in a row once with its count;
+// GET /v1/status serves them.
+//
 // Formats:
 //   text  <UTC time> <level> <component>: <message>
 //   json  {"time":"…","level":"…","component":"…","endpoint":"…","message":"…"}
 
 #include <atomic>
 #include <cstdio>
+#include <deque>
+#include <mutex>
+#include <vector>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -52,9 +60,23 @@ std::optional<log_level> parse_log_level(std::string_view name) noexcept;
 /// Parses "text" or "json"; nullopt if unknown.
 std::optional<log_format> parse_log_format(std::string_view name) noexcept;
 
+/// One line of a logger's recent events (see the file comment).
+struct log_entry {
+  std::string time; ///< UTC, as in the text format.
+  log_level level = log_level::info;
+  std::string component;
+  std::string message;
+  /// How often the same line came in a row (a dial retrying every second is one entry);
+  /// `time` is the last time.
+  uint64_t repeats = 1;
+};
+
 /// See the file comment.
 class logger {
 public:
+  /// Lines kept for recent().
+  static constexpr size_t recent_capacity = 50;
+
   /// Receives each finished line, without the trailing newline.
   using sink_fn = std::function<void(std::string_view line)>;
 
@@ -87,6 +109,9 @@ public:
   /// Writes one line if `x` is enabled (see the file comment for the formats).
   void write(log_level x, std::string_view component, std::string_view message) const;
 
+  /// The last lines at level info or more severe, the oldest first.
+  std::vector<log_entry> recent() const;
+
   /// The line write() would produce (no newline), for tests and for tools.
   std::string render(log_level x, std::string_view component,
                      std::string_view message) const;
@@ -98,6 +123,8 @@ private:
   sink_fn sink_;
   std::shared_ptr<std::FILE> file_;
   std::atomic<log_level> file_level_{log_level::quiet};
+  mutable std::mutex recent_mtx_;
+  mutable std::deque<log_entry> recent_;
 };
 
 /// A CAF-style log path with `[PID]`, `[TIMESTAMP]` (UTC, `YYYY-MM-DDThh-mm-ss`) and

@@ -203,3 +203,33 @@ TEST_CASE("a log file that cannot be opened is an error naming broker.log-file",
   REQUIRE(out.lines.size() == 1);
   CHECK(out.lines[0].find("broker.log-file: cannot open") != std::string::npos);
 }
+
+TEST_CASE("a logger keeps its recent events at info and above, whatever its level",
+          "[logger]") {
+  captured out;
+  logger lg{log_level::error, log_format::text, "", out.sink()};
+  lg.write(log_level::warning, "peering", "lost peer x");
+  lg.write(log_level::debug, "core", "not an event");
+  lg.write(log_level::info, "web-socket", "client rejected");
+  CHECK(out.lines.empty()); // Not written: below the level.
+  auto recent = lg.recent();
+  REQUIRE(recent.size() == 2);
+  CHECK(recent[0].level == log_level::warning);
+  CHECK(recent[0].component == "peering");
+  CHECK(recent[0].message == "lost peer x");
+  CHECK(recent[1].message == "client rejected");
+  CHECK_FALSE(recent[1].time.empty());
+  // A line repeated in a row is one entry with a count.
+  for (int i = 0; i < 3; ++i)
+    lg.write(log_level::info, "peering", "cannot connect; retrying");
+  recent = lg.recent();
+  REQUIRE(recent.size() == 3);
+  CHECK(recent.back().repeats == 3);
+  CHECK(recent[1].repeats == 1);
+  for (size_t i = 0; i < logger::recent_capacity + 10; ++i)
+    lg.write(log_level::info, "x", std::to_string(i));
+  recent = lg.recent();
+  REQUIRE(recent.size() == logger::recent_capacity);
+  CHECK(recent.front().message == "10"); // The oldest went first.
+  CHECK(recent.back().message == std::to_string(logger::recent_capacity + 9));
+}

@@ -8,6 +8,9 @@ namespace {
 /// than it helps anyone: a scrape of 100 000 series per node is already too much.
 constexpr uint64_t max_handler_series = 100'000;
 
+/// An hour: a longer interval would not notice a dead client in any useful time.
+constexpr uint64_t max_ping_interval_ms = 3'600'000;
+
 option_info row(std::string key, option_type type, std::string def, std::string help) {
   option_info info;
   info.key = std::move(key);
@@ -37,6 +40,13 @@ void append_operations_options(std::vector<option_info>& table) {
                     "format of log lines on stderr: text, or one JSON object per line");
   format.choices = {"text", "json"};
   table.push_back(std::move(format));
+  auto ping = row("broker.web-socket.ping-interval", option_type::count,
+                  std::to_string(default_ping_interval_ms),
+                  "milliseconds a WebSocket client may stay silent before it gets a ping; "
+                  "one that stays silent as long again is closed (1001); 0: no pings");
+  ping.min = 0;
+  ping.max = max_ping_interval_ms;
+  table.push_back(std::move(ping));
 }
 
 operations_settings read_operations_settings(const configuration& cfg) {
@@ -50,6 +60,8 @@ operations_settings read_operations_settings(const configuration& cfg) {
   result.handler_series_limit = cfg.get_count("broker.metrics.handler-series-limit")
                                   .value_or(default_handler_series_limit);
   result.status_page = cfg.get_bool("broker.metrics.status-page").value_or(true);
+  result.ping_interval_ms = cfg.get_count("broker.web-socket.ping-interval")
+                              .value_or(default_ping_interval_ms);
   return result;
 }
 

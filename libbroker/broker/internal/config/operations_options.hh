@@ -6,7 +6,8 @@
 // rest of the library never looks them up by key.
 //
 // Keys: broker.metrics.endpoint-name (env BROKER_METRICS_ENDPOINT_NAME),
-// broker.metrics.handler-series-limit, broker.metrics.status-page, broker.log-format.
+// broker.metrics.handler-series-limit, broker.metrics.status-page, broker.log-format,
+// broker.web-socket.ping-interval.
 // broker.log-level (env BROKER_CONSOLE_VERBOSITY) is a core row; its value is read here too.
 
 #include "broker/configuration.hh"
@@ -21,6 +22,9 @@ namespace broker::internal {
 /// Default of broker.metrics.handler-series-limit.
 inline constexpr size_t default_handler_series_limit = 100;
 
+/// Default of broker.web-socket.ping-interval: Zeek's server pings every 5 seconds.
+inline constexpr size_t default_ping_interval_ms = 5000;
+
 /// The typed values of the rows below.
 struct operations_settings {
   /// broker.log-level.
@@ -34,6 +38,9 @@ struct operations_settings {
   size_t handler_series_limit = default_handler_series_limit;
   /// broker.metrics.status-page: serve GET /v1/status and the web view at /.
   bool status_page = true;
+  /// broker.web-socket.ping-interval: milliseconds of silence after which a WebSocket
+  /// client gets a ping (and as long again to answer); 0: no pings.
+  size_t ping_interval_ms = default_ping_interval_ms;
 };
 
 /// Appends the rows of this file to the options table.

@@ -221,6 +221,8 @@ void peer_manager_impl::dial_failed(const std::shared_ptr<outgoing_peering>& out
   {
     std::lock_guard<std::mutex> guard{mtx};
     retry = !shutting_down && !out->removed && out->retry.count() > 0;
+    if (err)
+      out->last_error = err.message();
   }
   if (err) {
     if (!reported)
@@ -462,7 +464,8 @@ std::vector<dial_record> peer_manager::pending_dials() const {
     for (auto& [id, c] : impl_->peered)
       peered = peered || (conn && c == conn);
     if (!peered)
-      result.push_back(dial_record{out->host, out->port, conn != nullptr, out->remote});
+      result.push_back(
+        dial_record{out->host, out->port, conn != nullptr, out->remote, out->last_error});
   }
   return result;
 }

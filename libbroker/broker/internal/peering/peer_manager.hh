@@ -72,6 +72,7 @@ struct dial_record {
   uint16_t port = 0;
   bool connecting = false; ///< A connection attempt or handshake is under way.
   endpoint_id remote;      ///< Known if it was peered before.
+  std::string last_error;  ///< Why the last attempt failed; empty if none did.
 };
 
 /// See the file comment.

@@ -43,6 +43,7 @@ struct outgoing_peering {
   bool removed = false;
   std::weak_ptr<connection> conn;
   endpoint_id remote; // Known after the first successful handshake.
+  std::string last_error; // Why the last attempt failed (guarded by mtx), for the status.
 };
 
 /// The peer status Broker keeps per remote id (doc/protocol/peering.md §3.6), reduced to what

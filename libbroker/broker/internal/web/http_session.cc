@@ -3,11 +3,11 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
-#include "broker/internal/web/page.hh"
-#include "broker/internal/web/prometheus.hh"
+#include "broker/internal/ops/page.hh"
+#include "broker/internal/ops/prometheus.hh"
 #include "broker/internal/web/server_impl.hh"
-#include "broker/internal/web/snapshot.hh"
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/snapshot.hh"
+#include "broker/internal/ops/status.hh"
 #include "broker/internal/web/ws_session.hh"
 
 #include <boost/beast/core/buffers_to_string.hpp>
@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -104,6 +105,30 @@ std::string_view field(const http::request<http::string_body>& req, http::field 
 
 } // namespace
 
+std::string check_application_name(std::string_view name) {
+  if (name.empty())
+    return "X-Application-Name is empty";
+  if (name.size() > max_application_name)
+    return "X-Application-Name has " + std::to_string(name.size())
+           + " characters, more than " + std::to_string(max_application_name);
+  for (size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (std::isalnum(c) && c < 0x80)
+      continue;
+    if (std::string_view{"-/_.=:*@"}.find(static_cast<char>(c)) != std::string_view::npos)
+      continue;
+    char shown[16];
+    if (c >= 0x20 && c < 0x7f)
+      std::snprintf(shown, sizeof(shown), "'%c'", c);
+    else
+      std::snprintf(shown, sizeof(shown), "byte 0x%02x", c);
+    return "X-Application-Name has " + std::string{shown} + " at position "
+           + std::to_string(i + 1)
+           + "; allowed are letters, digits and - / _ . = : * @ (as in Zeek)";
+  }
+  return {};
+}
+
 std::string web_socket_accept(std::string_view key) {
   // 16 bytes encode to 24 base64 characters, the last two of them padding.
   if (key.size() != 24 || key.substr(22) != "==")
@@ -136,9 +161,45 @@ void http_session::start() {
     read_request();
     return;
   }
+  check_plain_http();
+}
+
+void http_session::check_plain_http() {
+  // Peek at the first byte without taking it: a TLS client starts with a handshake record
+  // (0x16), a plain HTTP client with the letters of its method.
+  conn_->socket().async_wait(
+    boost::asio::ip::tcp::socket::wait_read,
+    [self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) {
+        self->conn_->close();
+        return;
+      }
+      unsigned char first = 0;
+      boost::system::error_code peek_ec;
+      auto n = self->conn_->socket().receive(boost::asio::buffer(&first, 1),
+                                             boost::asio::socket_base::message_peek, peek_ec);
+      if (peek_ec || n == 0) {
+        self->conn_->close();
+        return;
+      }
+      if (std::isalpha(first)) {
+        self->srv_->reject(client_reject::tls);
+        self->srv_->io.get_logger().write(log_level::info, component,
+                                          "plain HTTP from " + self->conn_->remote_name()
+                                            + " on a TLS port; answered 400");
+        self->respond_plain(400, "This port speaks TLS: connect with wss:// (or https://), "
+                                 "not ws:// or http://.\n");
+        return;
+      }
+      self->tls_handshake();
+    });
+}
+
+void http_session::tls_handshake() {
   conn_->async_handshake(false, [self = shared_from_this()](boost::system::error_code ec) {
     if (ec) {
-      // No client certificate, one from another CA, a plain ws:// client, ...
+      // No client certificate, one from another CA, a client that speaks no TLS, ...
+      self->srv_->reject(client_reject::tls);
       self->srv_->io.get_logger().write(log_level::info, component,
                                         "TLS handshake with " + self->conn_->remote_name()
                                           + " failed: " + ec.message());
@@ -251,20 +312,24 @@ void http_session::answer_metrics_server(std::string_view path) {
 void http_session::upgrade() {
   if (req_.method() != http::verb::get || !has_token(field(req_, http::field::upgrade), "websocket")
       || !has_token(field(req_, http::field::connection), "upgrade")) {
+    srv_->reject(client_reject::handshake);
     respond(400, "text/plain", "Expected a WebSocket handshake.");
     return;
   }
   auto accept = web_socket_accept(field(req_, http::field::sec_websocket_key));
   if (accept.empty()) {
+    srv_->reject(client_reject::handshake);
     respond(400, "text/plain", "Mandatory field Sec-WebSocket-Key missing or invalid.");
     return;
   }
   if (field(req_, http::field::sec_websocket_version) != "13") {
+    srv_->reject(client_reject::handshake);
     respond(426, "text/plain", "Unsupported WebSocket version (need 13).",
             "Sec-WebSocket-Version: 13\r\n");
     return;
   }
   if (srv_->clients.load() >= srv_->opts.max_clients) {
+    srv_->reject(client_reject::max_clients);
     respond(503, "text/plain",
             "too many WebSocket clients (maximum " + std::to_string(srv_->opts.max_clients)
               + ")");
@@ -281,13 +346,33 @@ void http_session::upgrade() {
   response += "\r\n\r\n";
   // A client may send its first frames right behind the request; the parser has them.
   auto early = beast::buffers_to_string(buf_.data());
+  // Zeek's clients name themselves (zeek-websocket-rs always does); Broker's do not.
+  std::string app;
+  std::string app_error;
+  if (auto i = req_.find("X-Application-Name"); i != req_.end()) {
+    app.assign(i->value().data(), i->value().size());
+    app_error = check_application_name(app);
+  }
   auto session = std::make_shared<ws_session>(srv_, std::move(conn_), std::move(response),
-                                              early);
+                                              early, std::move(app), std::move(app_error));
   if (!srv_->track(session)) {
     session->abort(); // The server stopped while this request was on its way.
     return;
   }
   session->start();
+}
+
+void http_session::respond_plain(unsigned status, std::string body) {
+  timer_.cancel();
+  out_ = "HTTP/1.1 " + std::to_string(status) + " " + std::string{reason_phrase(status)}
+         + "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size())
+         + "\r\nConnection: close\r\n\r\n" + body;
+  boost::asio::async_write(conn_->socket(), boost::asio::buffer(out_),
+                           [self = shared_from_this()](boost::system::error_code, size_t) {
+                             boost::system::error_code ignored;
+                             self->conn_->socket().shutdown(
+                               boost::asio::ip::tcp::socket::shutdown_send, ignored);
+                           });
 }
 
 void http_session::respond(unsigned status, std::string content_type, std::string body,

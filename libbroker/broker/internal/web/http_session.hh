@@ -6,12 +6,15 @@
 // Owner: runs on its connection's strand; pending operations keep it alive.
 //
 // Flow:
-//   1. With TLS, the TLS handshake; one deadline covers it and the request.
+//   1. With TLS, the TLS handshake; one deadline covers it and the request. A client that
+//      speaks plain HTTP to a TLS port (its first byte is a letter, not a TLS record) gets
+//      a plain-text 400 that says the port speaks TLS.
 //   2. One request, read with Beast's HTTP parser (headers up to 16 KiB, 431 beyond).
 //   3. /v1/messages/json (WebSocket servers): validate the upgrade (GET, Upgrade and
 //      Connection headers, a Sec-WebSocket-Key of 16 base64-encoded bytes, version 13),
 //      build the 101 answer and hand the stream, with any bytes read past the request, to a
-//      ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
+//      ws_session, with the client's X-Application-Name. An invalid name still gets the 101
+//      (as from Zeek's server), then an error frame and close 1008 from the ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
 //      files of the web view (page.hh) at /; the numbers come from a node_snapshot
 //      (snapshot.hh), collected without blocking this strand. Anything else: Broker's 400
 //      (WebSocket servers), or 404.
@@ -41,12 +44,16 @@ public:
 private:
   using request = boost::beast::http::request<boost::beast::http::string_body>;
 
+  void check_plain_http();
+  void tls_handshake();
   void read_request();
   void on_request(boost::system::error_code ec);
   void upgrade();
   void answer_metrics_server(std::string_view path);
   void respond(unsigned status, std::string content_type, std::string body,
                std::string extra_headers = {});
+  /// Answers on the raw socket, around TLS (plain HTTP on a TLS port).
+  void respond_plain(unsigned status, std::string body);
 
   std::shared_ptr<server_impl> srv_;
   std::unique_ptr<stream> conn_;
@@ -56,6 +63,14 @@ private:
   request req_;
   std::string out_;
 };
+
+/// Longest X-Application-Name we accept (it becomes a metric label).
+inline constexpr size_t max_application_name = 256;
+
+/// Checks an X-Application-Name value as Zeek's server does: one or more of the characters
+/// `[-/_.=:*@a-zA-Z0-9]` (we also cap the length at max_application_name). Returns an
+/// empty string if `name` is valid, otherwise what is wrong with it.
+std::string check_application_name(std::string_view name);
 
 /// The Sec-WebSocket-Accept value for `key` (RFC 6455 §4.2.2), or an empty string if `key`
 /// is not the base64 encoding of exactly 16 bytes.

@@ -27,6 +27,56 @@ server_impl::server_impl(io_runtime& io, std::shared_ptr<core_runtime> rt,
     opts(std::move(opts)) {
 }
 
+std::string_view to_string(client_reject x) noexcept {
+  switch (x) {
+    case client_reject::handshake:
+      return "handshake";
+    case client_reject::tls:
+      return "tls";
+    case client_reject::max_clients:
+      return "max_clients";
+    case client_reject::application_name:
+      return "application_name";
+    case client_reject::subscriptions:
+      return "subscriptions";
+    case client_reject::max_subscriptions:
+      return "max_subscriptions";
+  }
+  return "?";
+}
+
+web_socket_counters server_impl::counters() const {
+  web_socket_counters result;
+  result.rejected_inputs = rejected_inputs.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < num_client_rejects; ++i)
+    result.rejected_clients[i] = rejected[i].load(std::memory_order_relaxed);
+  result.ping_timeouts = ping_timeouts.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> guard{mtx};
+  result.apps.assign(apps.begin(), apps.end());
+  return result;
+}
+
+bool server_impl::reject_input(uint64_t& suppressed) noexcept {
+  rejected_inputs.fetch_add(1, std::memory_order_relaxed);
+  using namespace std::chrono;
+  auto now = duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  auto last = last_reject_log.load(std::memory_order_relaxed);
+  if (now - last < 1000 || !last_reject_log.compare_exchange_strong(last, now)) {
+    unlogged_rejects.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  suppressed = unlogged_rejects.exchange(0, std::memory_order_relaxed);
+  return true;
+}
+
+void server_impl::set_app(uint64_t id, const std::string* app) {
+  std::lock_guard<std::mutex> guard{mtx};
+  if (app)
+    apps[id] = *app;
+  else
+    apps.erase(id);
+}
+
 void server_impl::stop() {
   std::vector<std::shared_ptr<ws_session>> sessions;
   {

@@ -22,12 +22,15 @@
 #include "broker/error.hh"
 #include "broker/overflow_policy.hh"
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace broker::internal {
 
@@ -56,6 +59,31 @@ struct http_options {
   size_t handshake_timeout_ms = 10000;
   size_t max_subscriptions = 100000;      ///< broker.web-socket.max-subscriptions.
   size_t max_control_bytes = 1024 * 1024; ///< broker.max-pending-control-bytes.
+  size_t ping_interval_ms = 5000;   ///< broker.web-socket.ping-interval; 0: no pings.
+};
+
+/// Why the WebSocket server turned a client away (broker_web_socket_rejected_clients_total).
+enum class client_reject : uint8_t {
+  handshake,         ///< Not a valid upgrade request (HTTP 400 or 426).
+  tls,               ///< TLS handshake failed, or plain HTTP on a wss:// port.
+  max_clients,       ///< broker.web-socket.max-clients reached (HTTP 503).
+  application_name,  ///< Invalid X-Application-Name (error frame, close 1008).
+  subscriptions,     ///< First message not a JSON array of strings (close 1008).
+  max_subscriptions, ///< More than broker.web-socket.max-subscriptions (close 1008).
+};
+
+inline constexpr size_t num_client_rejects = 6;
+
+/// The label value of `x`, e.g. "application_name".
+std::string_view to_string(client_reject x) noexcept;
+
+/// What a WebSocket server counts beyond the core (ops/ turns it into metrics and status).
+struct web_socket_counters {
+  uint64_t rejected_inputs = 0; ///< Client messages answered with an error frame.
+  std::array<uint64_t, num_client_rejects> rejected_clients{};
+  uint64_t ping_timeouts = 0; ///< Clients closed for not answering a ping.
+  /// Attached clients: handler id and X-Application-Name (empty if none was sent).
+  std::vector<std::pair<uint64_t, std::string>> apps;
 };
 
 /// One listening server (see the file comment).
@@ -71,6 +99,9 @@ public:
 
   /// The bound port.
   virtual uint16_t port() const noexcept = 0;
+
+  /// The WebSocket server's counters and its clients' application names (any thread).
+  virtual web_socket_counters counters() const = 0;
 
   /// Stops accepting and closes every session: WebSocket clients get close 1000, flushed
   /// within at most shutdown_close_timeout. Blocks (except on an I/O thread). Idempotent.

@@ -9,11 +9,12 @@
 
 #include "broker/internal/io/gate.hh"
 #include "broker/internal/web/server.hh"
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/status.hh"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -33,6 +34,21 @@ public:
               std::function<uint64_t()> next_id, http_options opts);
 
   uint16_t port() const noexcept override { return bound_port; }
+
+  web_socket_counters counters() const override;
+
+  /// Counts a client turned away.
+  void reject(client_reject why) noexcept {
+    rejected[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  /// Counts a rejected client message; true if it may be logged now (at most one line a
+  /// second per server, so a client that sends garbage in a loop cannot flood the log).
+  /// `suppressed` gets how many rejections went unlogged since the last line.
+  bool reject_input(uint64_t& suppressed) noexcept;
+
+  /// Records (or, with an empty optional, forgets) the application name of client `id`.
+  void set_app(uint64_t id, const std::string* app);
 
   void stop() override;
 
@@ -61,14 +77,22 @@ public:
   uint16_t bound_port = 0;
   std::atomic<size_t> clients{0};
   rate_tracker rates; ///< For /v1/status.
+  std::array<std::atomic<uint64_t>, num_client_rejects> rejected{};
+  std::atomic<uint64_t> rejected_inputs{0};
+  std::atomic<uint64_t> ping_timeouts{0};
 
 private:
-  std::mutex mtx;
+  mutable std::mutex mtx;
   std::condition_variable gone; ///< Signalled when `live` becomes empty.
   bool stopped = false;
   /// Every session from upgrade to finish(). A session that stopped reading because its
   /// inbox is full has no pending operation, so this is what keeps it alive then.
   std::unordered_map<const ws_session*, std::shared_ptr<ws_session>> live;
+  /// Attached clients' X-Application-Name by handler id (guarded by mtx).
+  std::unordered_map<uint64_t, std::string> apps;
+  /// Rate limit of the rejected-input log lines (milliseconds of the steady clock).
+  std::atomic<int64_t> last_reject_log{0};
+  std::atomic<uint64_t> unlogged_rejects{0};
 };
 
 } // namespace broker::internal

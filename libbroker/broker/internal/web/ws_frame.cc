@@ -226,11 +226,10 @@ event reader::next() {
       return failure(close_protocol_error, "fragmented control frame");
     if (control && len > max_control_payload)
       return failure(close_protocol_error, "control frame longer than 125 bytes");
-    if (op == static_cast<uint8_t>(opcode::binary))
-      return failure(close_unsupported_data, "binary frames are not supported");
     if (op == static_cast<uint8_t>(opcode::continuation) && !in_message_)
       return failure(close_protocol_error, "continuation frame without a message");
-    if (op == static_cast<uint8_t>(opcode::text) && in_message_)
+    if ((op == static_cast<uint8_t>(opcode::text) || op == static_cast<uint8_t>(opcode::binary))
+        && in_message_)
       return failure(close_protocol_error, "new message inside a fragmented message");
     size_t hdr = 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) + (masked ? 4 : 0);
     if (avail < hdr)
@@ -259,14 +258,20 @@ event reader::next() {
     event result;
     switch (static_cast<opcode>(op)) {
       case opcode::text:
+      case opcode::binary:
         if (!fin) {
           fragments_.assign(body.data(), body.size());
           in_message_ = true;
+          message_binary_ = op == static_cast<uint8_t>(opcode::binary);
           continue;
         }
-        if (!is_valid_utf8(body))
-          return failure(close_invalid_payload, "text message is not valid UTF-8");
-        result.kind = event::text;
+        if (op == static_cast<uint8_t>(opcode::binary)) {
+          result.kind = event::binary; // No UTF-8 rule: the JSON decoder judges the bytes.
+        } else {
+          if (!is_valid_utf8(body))
+            return failure(close_invalid_payload, "text message is not valid UTF-8");
+          result.kind = event::text;
+        }
         result.payload = body;
         return result;
       case opcode::continuation:
@@ -274,9 +279,13 @@ event reader::next() {
         if (!fin)
           continue;
         in_message_ = false;
-        if (!is_valid_utf8(fragments_))
-          return failure(close_invalid_payload, "text message is not valid UTF-8");
-        result.kind = event::text;
+        if (message_binary_) {
+          result.kind = event::binary;
+        } else {
+          if (!is_valid_utf8(fragments_))
+            return failure(close_invalid_payload, "text message is not valid UTF-8");
+          result.kind = event::text;
+        }
         result.payload = fragments_;
         // The view stays valid until the next call: a new message reassigns fragments_.
         return result;
@@ -306,7 +315,7 @@ event reader::next() {
         result.kind = event::close;
         return result;
       default:
-        break; // Binary and unknown opcodes failed above.
+        break; // Unknown opcodes failed above.
     }
   }
 }

@@ -14,10 +14,12 @@
 //      copying. Only a fragmented message is assembled in a second buffer.
 //   3. Payloads are unmasked in place. Unmasked client frames are accepted (Broker does);
 //      server frames are never masked.
+// Binary messages are accepted like text ones (Zeek's server does; zeek-websocket-rs sends
+// all its JSON in binary frames), without the UTF-8 rule.
 // The reader checks what RFC 6455 requires of a server: reserved bits and opcodes, control
 // frame limits, continuation order, the message size limit, UTF-8 of text messages and close
 // reasons, and valid close codes. A violation is a `fail` event with the close code to send
-// (1002 protocol error, 1003 binary data, 1007 invalid UTF-8, 1009 too big), after which the
+// (1002 protocol error, 1007 invalid UTF-8, 1009 too big), after which the
 // reader only reports `fail` again. Memory is bounded by the message size limit plus one read.
 //
 // Writing: the session frames data with append_header() (text frames, FIN set, never masked)
@@ -43,6 +45,7 @@ enum class opcode : uint8_t {
 
 /// Close codes we send (RFC 6455 §7.4.1).
 inline constexpr uint16_t close_normal = 1000;
+inline constexpr uint16_t close_going_away = 1001;
 inline constexpr uint16_t close_protocol_error = 1002;
 inline constexpr uint16_t close_unsupported_data = 1003;
 inline constexpr uint16_t close_no_status = 1005; ///< Never on the wire: "no code given".
@@ -76,6 +79,7 @@ struct event {
   enum kind_type : uint8_t {
     need_more, ///< No complete event in the buffer.
     text,      ///< A complete text message; `payload` holds it.
+    binary,    ///< A complete binary message (Zeek's clients send JSON in those).
     ping,      ///< `payload`: the ping's application data.
     pong,      ///< `payload`: the pong's application data.
     close,     ///< The client closes; `code` (1005 if none), `payload` holds the reason.
@@ -123,6 +127,7 @@ private:
   size_t end_ = 0;
   std::string fragments_; // A fragmented message under assembly.
   bool in_message_ = false;
+  bool message_binary_ = false; ///< The fragmented message began with a binary frame.
   bool failed_ = false;
   uint16_t fail_code_ = 0;
   std::string fail_reason_;

@@ -151,11 +151,36 @@ TEST_CASE("invalid UTF-8 in a text message fails with 1007", "[ws_frame]") {
   }
 }
 
-TEST_CASE("a binary frame fails with 1003", "[ws_frame]") {
-  auto evs = read_all(client_frame(0x82, "bin"));
+TEST_CASE("binary messages arrive like text ones, without the UTF-8 rule", "[ws_frame]") {
+  // zeek-websocket-rs sends its JSON in binary frames (Zeek's server accepts them).
+  auto evs = read_all(client_frame(0x82, R"(["/t"])") + text("x"));
+  REQUIRE(evs.size() == 2);
+  CHECK(evs[0].kind == ws::event::binary);
+  CHECK(evs[0].payload == R"(["/t"])");
+  CHECK(evs[1].kind == ws::event::text);
+  // Not UTF-8: still a message; the JSON decoder judges it.
+  evs = read_all(client_frame(0x82, "\xff\xfe"));
   REQUIRE(evs.size() == 1);
-  CHECK(evs[0].kind == ws::event::fail);
-  CHECK(evs[0].code == ws::close_unsupported_data);
+  CHECK(evs[0].kind == ws::event::binary);
+  // Fragmented: the first frame decides the kind, also across reads of one byte.
+  auto frag = client_frame(0x02, "ab") + client_frame(0x89, "p") + cont("c\xff");
+  for (size_t chunk : {size_t{1}, SIZE_MAX}) {
+    evs = read_all(frag, chunk);
+    REQUIRE(evs.size() == 2);
+    CHECK(evs[0].kind == ws::event::ping);
+    CHECK(evs[1].kind == ws::event::binary);
+    CHECK(evs[1].payload == "abc\xff");
+  }
+  // A text message fragmented after a binary one is still checked for UTF-8.
+  evs = read_all(client_frame(0x82, "\xff") + text("\xff", false) + cont("x"));
+  REQUIRE(evs.size() == 2);
+  CHECK(evs[0].kind == ws::event::binary);
+  CHECK(evs[1].kind == ws::event::fail);
+  CHECK(evs[1].code == ws::close_invalid_payload);
+  // A binary frame inside a fragmented message breaks the order.
+  evs = read_all(text("a", false) + client_frame(0x82, "b"));
+  REQUIRE(evs.size() == 1);
+  CHECK(evs[0].code == ws::close_protocol_error);
 }
 
 TEST_CASE("a message over the limit fails with 1009, also when fragmented", "[ws_frame]") {
@@ -226,9 +251,9 @@ TEST_CASE("close frames carry code and reason; invalid codes fail with 1002", "[
 
 TEST_CASE("after a failure the reader keeps failing with the same code", "[ws_frame]") {
   ws::reader r{1000};
-  r.feed(client_frame(0x82, "bin") + text("ignored"));
-  CHECK(r.next().code == ws::close_unsupported_data);
-  CHECK(r.next().code == ws::close_unsupported_data);
+  r.feed(client_frame(0x83, "reserved opcode") + text("ignored"));
+  CHECK(r.next().code == ws::close_protocol_error);
+  CHECK(r.next().code == ws::close_protocol_error);
 }
 
 TEST_CASE("server frames use the shortest length form and no mask", "[ws_frame]") {

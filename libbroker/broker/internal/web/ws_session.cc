@@ -30,11 +30,15 @@ constexpr auto close_timeout = std::chrono::seconds{1};
 } // namespace
 
 ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-                       std::string response, std::string_view early)
+                       std::string response, std::string_view early, std::string app,
+                       std::string app_error)
   : srv_(std::move(srv)),
     conn_(std::move(conn)),
     timer_(conn_->get_executor()),
-    reader_(srv_->opts.max_message_size) {
+    reader_(srv_->opts.max_message_size),
+    app_(std::move(app)),
+    app_error_(std::move(app_error)),
+    ping_timer_(conn_->get_executor()) {
   boost::system::error_code ec;
   auto ep = conn_->socket().remote_endpoint(ec);
   if (!ec) {
@@ -52,6 +56,18 @@ ws_session::~ws_session() {
 }
 
 void ws_session::start() {
+  if (!app_error_.empty()) {
+    // Zeek's server answers exactly so (code and close), after the 101.
+    log(log_level::info, component,
+        "client " + address_ + ":" + std::to_string(port_) + " rejected: " + app_error_);
+    srv_->reject(client_reject::application_name);
+    queue_control(ws::make_frame(ws::opcode::text,
+                                 json::make_error("invalid_application_name", app_error_)));
+    close_with(ws::close_policy_violation, "invalid X-Application-Name");
+    write_more();
+    read_more();
+    return;
+  }
   timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec && self->phase_ == phase::awaiting_filter && !self->finished_) {
@@ -112,6 +128,7 @@ void ws_session::on_read(const boost::system::error_code& ec, size_t n) {
     return;
   }
   reader_.commit(n);
+  heard_ = true;
   handle_events();
   if (finished_)
     return;
@@ -127,6 +144,7 @@ void ws_session::handle_events() {
       case ws::event::need_more:
         return;
       case ws::event::text:
+      case ws::event::binary: // Zeek's clients send their JSON in binary frames.
         if (close_pending_ || close_sent_)
           break; // Closing: nothing new is accepted.
         if (phase_ == phase::awaiting_filter)
@@ -168,9 +186,11 @@ void ws_session::on_first_message(std::string_view text) {
   timer_.cancel();
   auto filter = json::decode_filter(text, srv_->opts.max_depth);
   if (!filter) {
-    queue_control(ws::make_frame(
-      ws::opcode::text,
-      json::make_error("deserialization_failed", "first message must contain a filter")));
+    auto context = filter.error_value().message();
+    log(log_level::info, component, describe() + " rejected: " + context);
+    srv_->reject(client_reject::subscriptions);
+    queue_control(ws::make_frame(ws::opcode::text,
+                                 json::make_error("deserialization_failed", context)));
     close_with(ws::close_policy_violation, "first message must contain a filter");
     return;
   }
@@ -179,7 +199,8 @@ void ws_session::on_first_message(std::string_view text) {
     auto text = "client subscribed to " + std::to_string(filter->size())
                 + " topics, more than broker.web-socket.max-subscriptions="
                 + std::to_string(opts.max_subscriptions);
-    log(log_level::warning, component, text + " (" + address_ + ")");
+    log(log_level::warning, component, text + " (" + describe() + ")");
+    srv_->reject(client_reject::max_subscriptions);
     srv_->rt->post([](core_state& st) { st.count_limit_disconnect(handler_kind::web_socket); });
     queue_control(ws::make_frame(ws::opcode::text, json::make_error("limit_exceeded", text)));
     close_with(ws::close_policy_violation, "too many subscriptions");
@@ -210,6 +231,7 @@ void ws_session::on_first_message(std::string_view text) {
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
+  srv_->set_app(id_, &app_);
   phase_ = phase::attaching;
   srv_->rt->post([att = std::move(att), self = shared_from_this(), exec](core_state& st) mutable {
     st.add_client(std::move(att));
@@ -225,7 +247,8 @@ void ws_session::on_attached() {
   phase_ = phase::attached;
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
-        + std::to_string(port_));
+        + std::to_string(port_) + (app_.empty() ? std::string{} : " (app " + app_ + ")"));
+  arm_ping();
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
   handle_events(); // Frames that arrived right behind the subscriptions.
@@ -240,12 +263,76 @@ void ws_session::on_text(std::string_view text) {
   data value;
   auto res = decoder_.data_message(text, topic, value, srv_->opts.max_depth);
   if (!res) {
-    queue_control(ws::make_frame(
-      ws::opcode::text,
-      json::make_error("deserialization_failed", json::error_context(inputs_, res))));
+    reject_input(json::error_context(inputs_, res));
     return;
   }
   in_->add(data_message{std::move(topic), std::move(value)});
+}
+
+void ws_session::reject_input(const std::string& context) {
+  uint64_t suppressed = 0;
+  if (srv_->reject_input(suppressed)) {
+    auto line = describe() + " sent invalid input: " + context;
+    if (suppressed > 0)
+      line += " (and " + std::to_string(suppressed)
+              + " rejected messages not logged since the last line)";
+    log(log_level::info, component, line);
+  }
+  queue_control(ws::make_frame(ws::opcode::text,
+                               json::make_error("deserialization_failed", context)));
+}
+
+std::string ws_session::describe() const {
+  std::string out = "client ";
+  if (registered_)
+    out += to_string(client_id_) + " ";
+  out += "(" + address_ + ":" + std::to_string(port_);
+  if (!app_.empty())
+    out += ", app " + app_;
+  out += ")";
+  return out;
+}
+
+// -- liveness -----------------------------------------------------------------------------
+
+void ws_session::arm_ping() {
+  auto interval = srv_->opts.ping_interval_ms;
+  if (interval == 0 || finished_)
+    return;
+  ping_timer_.expires_after(std::chrono::milliseconds{interval});
+  ping_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec)
+      self->on_ping_tick();
+  });
+}
+
+void ws_session::on_ping_tick() {
+  if (finished_ || close_pending_ || close_sent_)
+    return;
+  bool heard = heard_;
+  heard_ = false;
+  if (!heard && ping_pending_) {
+    if (writing_ || input_blocked()) {
+      arm_ping(); // Our side kept the ping or its answer from moving: no verdict.
+      return;
+    }
+    // Silent for a whole interval after our ping.
+    srv_->ping_timeouts.fetch_add(1, std::memory_order_relaxed);
+    auto why = "no answer to a ping within " + std::to_string(srv_->opts.ping_interval_ms)
+               + " ms (broker.web-socket.ping-interval)";
+    log(log_level::info, component, describe() + " closed: " + why);
+    close_end_ = peer_end::lost;
+    close_with(ws::close_going_away, why, true);
+    return;
+  }
+  if (!heard || ping_pending_) {
+    // Idle, or it answered our last ping: the next one (as Zeek's server, every interval).
+    // A client that sends on its own accord proves it is alive and gets none.
+    ping_pending_ = true;
+    queue_control(ws::make_frame(ws::opcode::ping, {}));
+    write_more();
+  }
+  arm_ping();
 }
 
 void ws_session::flush_input() {
@@ -352,7 +439,7 @@ void ws_session::write_more() {
         // Our close frame is out. A reply (or a failure) ends the session; otherwise wait
         // (bounded by the close timer) for the client's answer, which the read loop sees.
         if (close_is_final_)
-          finish(peer_end::removed, close_reason_);
+          finish(close_end_, close_reason_);
         return;
       }
       if (close_sent_ || !fill_batch()) {
@@ -405,6 +492,7 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     return;
   finished_ = true;
   timer_.cancel();
+  ping_timer_.cancel();
   if (out_)
     out_->on_ready(nullptr);
   if (registered_) {
@@ -417,6 +505,7 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
       flush_input();
     else
       detach_when_routed();
+    srv_->set_app(id_, nullptr);
   }
   close_transport();
   srv_->untrack(this); // Last: every caller holds its own reference.

@@ -10,15 +10,20 @@
 // Flow:
 //   1. http_session validated the upgrade; the session writes the 101 response (and
 //      processes frames that came with the request).
-//   2. The first text message must be a JSON array of topic strings; otherwise an error
-//      frame, then close 1008. The session posts core_state::add_client() and sends the ack
+//   2. A client whose X-Application-Name is invalid gets an error frame
+//      (invalid_application_name, as from Zeek's server) and close 1008 right after the
+//      101. The first message (text or binary: Zeek's clients send binary frames) must be
+//      a JSON array of topic strings; otherwise an error frame naming what was wrong, then
+//      close 1008. The session posts core_state::add_client() and sends the ack
 //      only after the core ran it, so anything published after the ack reaches the client.
 //   3. Input in batches, run to completion: each read takes what the socket has; every
 //      complete frame is decoded on the strand, straight from the read buffer, and the
-//      strand routes all data messages of the read itself (core/net_input.hh). Bad input
-//      gets an error frame, the connection stays open. While a `block` sink lacks room, or
-//      while many control frames wait to be written, the session stops reading (TCP
-//      back-pressure).
+//      strand routes all data messages of the read itself (core/net_input.hh). Binary
+//      messages count as text (answers are always text, as from Zeek). Bad input gets an
+//      error frame naming the field and the problem, is counted
+//      (broker_web_socket_rejected_inputs_total) and logged at most once a second per
+//      server; the connection stays open. While a `block` sink lacks room, or while many
+//      control frames wait to be written, the session stops reading (TCP back-pressure).
 //      Budgets end the session with an error naming the option: more subscriptions than
 //      broker.web-socket.max-subscriptions, more unread control output than
 //      broker.max-pending-control-bytes.
@@ -26,6 +31,11 @@
 //      message the core queued go out in one system call, each message as its cached frame
 //      shared by all clients (message_impl::ws_frame()). On overflow under `disconnect` the
 //      client gets a backpressure_overflow error frame, then close 1000.
+//   4b. Pings: a client we heard nothing from for broker.web-socket.ping-interval gets a
+//      ping, and once it answered, one every interval (as from Zeek's server); a client
+//      that sends on its own gets none. One that stays silent for an interval after a ping
+//      (while we could write to it and were reading from it) is closed with 1001 and
+//      counted as a ping timeout.
 //   5. Closing: a client's close frame is answered with the same code; a violation of the
 //      protocol with 1002/1003/1007/1009. After our own close frame the session waits for
 //      the client's (bounded), then ends. The core learns of the end once the client's last
@@ -55,8 +65,11 @@ class ws_session : public std::enable_shared_from_this<ws_session> {
 public:
   /// `response` is the 101 answer to send first; `early` holds bytes that arrived behind
   /// the upgrade request.
+  /// `app` is the client's X-Application-Name (empty if it sent none); a non-empty
+  /// `app_error` says why it is invalid, and the session then only rejects the client.
   ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-             std::string response, std::string_view early);
+             std::string response, std::string_view early, std::string app = {},
+             std::string app_error = {});
   ~ws_session();
 
   ws_session(const ws_session&) = delete;
@@ -84,6 +97,13 @@ private:
   void on_first_message(std::string_view text);
   void on_attached();
   void on_text(std::string_view text);
+  void reject_input(const std::string& context);
+  /// "client <id> (<address>:<port>[, app <name>])" for log lines.
+  std::string describe() const;
+
+  // -- liveness
+  void arm_ping();
+  void on_ping_tick();
   void flush_input();
   void detach_when_routed();
   bool input_blocked() const noexcept;
@@ -134,6 +154,14 @@ private:
   bool close_is_final_ = false;
   bool close_sent_ = false;
   std::string close_reason_;
+
+  // Liveness (pings).
+  std::string app_;       ///< X-Application-Name, or empty.
+  std::string app_error_; ///< Why app_ is invalid; empty if it is fine.
+  boost::asio::steady_timer ping_timer_;
+  bool heard_ = false;        ///< Bytes arrived since the last tick.
+  bool ping_pending_ = false; ///< A ping went out and nothing came back since.
+  peer_end close_end_ = peer_end::removed; ///< How the core hears of a close we started.
 
   bool finished_ = false;
 };

@@ -1,13 +1,13 @@
 #pragma once
 
-// The endpoint's answer to the HTTP server's questions beyond the core (web/snapshot.hh):
+// The endpoint's answer to the HTTP server's questions beyond the core (ops/snapshot.hh):
 // its identity, its peerings and dials, its data stores.
 //
 // Ownership: the endpoint creates one probe and hands it to its metrics server. The probe
 // holds the endpoint's context only weakly (the context owns the server, which owns the
 // probe), so after shutdown it answers with empty reports.
 
-#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/ops/snapshot.hh"
 
 #include <memory>
 #include <string>

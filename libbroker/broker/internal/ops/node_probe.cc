@@ -1,6 +1,9 @@
-#include "broker/internal/node_probe.hh"
+#include "broker/internal/ops/node_probe.hh"
 
+#include "broker/internal/config/logger.hh"
 #include "broker/internal/endpoint_context.hh"
+
+#include <array>
 
 namespace broker::internal {
 
@@ -21,6 +24,12 @@ public:
     auto io = ctx->io();
     auto mode = io ? io->mode() : tls_mode::plain;
     result.client_tls = std::string{to_string(mode)};
+    add_clients(*ctx, result.clients);
+    if (io)
+      for (auto& e : io->get_logger().recent())
+        result.events.push_back(
+          event_entry{e.time, std::string{to_string(e.level)}, e.component, e.message,
+                      e.repeats});
     auto net = ctx->network();
     if (!net)
       return result;
@@ -38,7 +47,7 @@ public:
       result.peers.push_back(std::move(x));
     }
     for (auto& d : net->pending_dials())
-      result.dials.push_back(pending_dial{d.host, d.port, d.connecting, d.remote});
+      result.dials.push_back(pending_dial{d.host, d.port, d.connecting, d.remote, d.last_error});
     auto totals = net->control_totals();
     result.routing_updates = totals.routing_updates;
     result.pings = totals.pings;
@@ -60,6 +69,23 @@ public:
   }
 
 private:
+  static void add_clients(const endpoint_context& ctx, client_report& out) {
+    std::array<uint64_t, num_client_rejects> rejected{};
+    for (auto& srv : ctx.servers()) {
+      auto c = srv->counters();
+      out.rejected_inputs += c.rejected_inputs;
+      out.ping_timeouts += c.ping_timeouts;
+      for (size_t i = 0; i < num_client_rejects; ++i)
+        rejected[i] += c.rejected_clients[i];
+      for (auto& [id, app] : c.apps)
+        if (!app.empty())
+          out.apps.emplace(id, std::move(app));
+    }
+    for (size_t i = 0; i < num_client_rejects; ++i)
+      out.rejected_clients.emplace_back(
+        std::string{to_string(static_cast<client_reject>(i))}, rejected[i]);
+  }
+
   std::weak_ptr<endpoint_context> ctx_;
   node_identity id_;
 };

@@ -1,6 +1,6 @@
 // GET /v1/status: the document's content, the query, and rates from samples.
 
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/status.hh"
 
 #include <catch2/catch.hpp>
 
@@ -53,7 +53,8 @@ node_snapshot snapshot_at(std::chrono::steady_clock::time_point t, uint64_t proc
   link.tls = "verified";
   link.pings = 2;
   snap.network.peers.push_back(link);
-  snap.network.dials.push_back(pending_dial{"10.0.0.9", 9999, false, endpoint_id{}});
+  snap.network.dials.push_back(pending_dial{"10.0.0.9", 9999, false, endpoint_id{},
+                                            "cannot connect to 10.0.0.9:9999: refused"});
   return snap;
 }
 
@@ -88,6 +89,51 @@ TEST_CASE("the status names the endpoint, its peers with direction, TLS and queu
   CHECK(dial["state"] == "waiting");
   CHECK(doc["clients"]["total"] == 5);
   CHECK(doc["clients"]["items"].size() == 5);
+}
+
+TEST_CASE("the status says what an operator needs without reading the code", "[status]") {
+  auto snap = snapshot_at(std::chrono::steady_clock::now(), 0, 0);
+  // An inbound peer: its source port is ephemeral.
+  auto in = make_handler(11, handler_kind::peer, 0, 4);
+  snap.core.handlers.push_back(in);
+  peer_link link;
+  link.handler = 11;
+  link.id = in.remote;
+  link.outbound = false;
+  link.port = in.port;
+  snap.network.peers.push_back(link);
+  // A store master, named by its subscription.
+  auto store = make_handler(30, handler_kind::store_master, 0, 10);
+  store.filter = {"users/<$>/data/master"};
+  snap.core.handlers.push_back(store);
+  snap.network.clients.apps[20] = "zeek-rs/a";
+  snap.network.clients.rejected_inputs = 3;
+  snap.network.clients.ping_timeouts = 1;
+  snap.network.clients.rejected_clients = {{"application_name", 2}, {"tls", 0}};
+  snap.network.events.push_back(event_entry{"2026-01-01T00:00:00.000", "info", "peering",
+                                            "lost peer x"});
+  auto doc = json::parse(render_status(snap, rate_set{}, status_query{}));
+  json inbound;
+  for (auto& p : doc["peers"]["items"])
+    if (p["handler"] == 11)
+      inbound = p;
+  CHECK(inbound["direction"] == "inbound");
+  CHECK(inbound["port"].is_null());
+  CHECK(inbound["source_port"] == in.port);
+  CHECK(doc["peers"]["dials"][0]["last_error"] == "cannot connect to 10.0.0.9:9999: refused");
+  CHECK(doc["local"]["stores"]["items"][0]["name"] == "users");
+  json app;
+  for (auto& c : doc["clients"]["items"])
+    if (c["handler"] == 20)
+      app = c["app"];
+  CHECK(app == "zeek-rs/a");
+  CHECK(doc["clients"]["items"][1]["app"].is_null()); // Sent no X-Application-Name.
+  CHECK(doc["clients"]["rejected_inputs"] == 3);
+  CHECK(doc["clients"]["ping_timeouts"] == 1);
+  CHECK(doc["clients"]["rejected_clients"]["application_name"] == 2);
+  REQUIRE(doc["events"].size() == 1);
+  CHECK(doc["events"][0]["message"] == "lost peer x");
+  CHECK(doc["events"][0]["component"] == "peering");
 }
 
 TEST_CASE("a limit lists the fullest queues first and counts the rest", "[status]") {

@@ -1,4 +1,4 @@
-#include "broker/internal/web/status.hh"
+#include "broker/internal/ops/status.hh"
 
 #include "broker/time.hh"
 
@@ -83,6 +83,15 @@ json listing(std::vector<const handler_status*> xs, size_t limit, F make) {
   for (size_t i = 0; i < xs.size() && i < limit; ++i)
     items.push_back(make(*xs[i]));
   return json{{"total", xs.size()}, {"items", std::move(items)}};
+}
+
+/// A store handler subscribes to `<name>/<$>/data/master` (or `.../clone`): its name.
+std::string store_name(const handler_status& h) {
+  constexpr std::string_view marker = "/<$>/data/";
+  for (auto& f : h.filter)
+    if (auto pos = f.rfind(marker); pos != std::string::npos)
+      return f.substr(0, pos);
+  return {};
 }
 
 } // namespace
@@ -252,17 +261,25 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
     x["address"] = h.address;
     x["port"] = h.port;
     x["state"] = "peered";
+    bool inbound = false;
     x["announced"] = h.announced;
     for (auto& link : snap.network.peers) {
       if (link.handler != h.id)
         continue;
       x["direction"] = link.outbound ? "outbound" : "inbound";
+      inbound = !link.outbound;
       x["tls"] = link.tls;
       x["routing_updates"] = link.routing_updates;
       x["pings"] = link.pings;
       x["pongs"] = link.pongs;
       if (link.outbound) // The address we dialed, not the kernel's view of it.
         x["port"] = link.port;
+    }
+    if (inbound) {
+      // The port an inbound peer connects from is ephemeral: it names nothing an operator
+      // could dial, so it is reported as such and not as the peer's port.
+      x["source_port"] = x["port"];
+      x["port"] = nullptr;
     }
     return x;
   };
@@ -274,6 +291,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
            {"state", d.connecting ? "connecting" : "waiting"}};
     if (!d.remote.is_nil())
       x["id"] = to_string(d.remote);
+    x["last_error"] = d.last_error.empty() ? json{} : json(d.last_error);
     peer_list["dials"].push_back(std::move(x));
   }
   if (!peer_list.contains("dials"))
@@ -286,8 +304,17 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
     x["port"] = h.port;
     x["direction"] = "inbound";
     x["tls"] = snap.network.client_tls;
+    auto app = snap.network.clients.apps.find(h.id);
+    x["app"] = app == snap.network.clients.apps.end() ? json{} : json(app->second);
     return x;
   });
+  const auto& cr = snap.network.clients;
+  json rejected = json::object();
+  for (auto& [reason, n] : cr.rejected_clients)
+    rejected[reason] = n;
+  clients_list["rejected_clients"] = std::move(rejected);
+  clients_list["rejected_inputs"] = cr.rejected_inputs;
+  clients_list["ping_timeouts"] = cr.ping_timeouts;
   doc["clients"] = std::move(clients_list);
   auto plain = [&](const handler_status& h) { return handler_json(h, rates); };
   json local;
@@ -296,6 +323,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   auto store_list = listing(stores, query.limit, [&](const handler_status& h) {
     auto x = handler_json(h, rates);
     x["role"] = h.kind == handler_kind::store_master ? "master" : "clone";
+    x["name"] = store_name(h);
     return x;
   });
   // The stores' own counters, by name (the handler knows only its topic).
@@ -316,6 +344,14 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   local["stores"] = std::move(store_list);
   local["publishers"] = {{"total", core.publishers}, {"messages", core.published}};
   doc["local"] = std::move(local);
+  json events = json::array();
+  for (auto& e : snap.network.events)
+    events.push_back({{"time", e.time},
+                      {"level", e.level},
+                      {"component", e.component},
+                      {"message", e.message},
+                      {"repeats", e.repeats}});
+  doc["events"] = std::move(events);
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

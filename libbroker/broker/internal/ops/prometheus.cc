@@ -1,4 +1,4 @@
-#include "broker/internal/web/prometheus.hh"
+#include "broker/internal/ops/prometheus.hh"
 
 #include <algorithm>
 #include <cstdio>
@@ -94,6 +94,7 @@ private:
 struct series {
   std::string key;     // Endpoint id, or "other".
   std::string address; // host:port, or "" for "other".
+  std::string app;     // Clients: X-Application-Name, "unknown" if none (as Zeek labels it).
   uint64_t queued = 0;
   uint64_t capacity = 0;
   uint64_t sent = 0;
@@ -101,7 +102,9 @@ struct series {
   uint64_t dropped = 0;
 };
 
-std::vector<series> series_of(const core_status& core, handler_kind kind, size_t limit) {
+std::vector<series> series_of(const node_snapshot& snap, handler_kind kind, size_t limit) {
+  const auto& core = snap.core;
+  const auto& apps = snap.network.clients.apps;
   std::vector<series> result;
   series rest;
   rest.key = other_label;
@@ -115,6 +118,10 @@ std::vector<series> series_of(const core_status& core, handler_kind kind, size_t
       x = &result.back();
       x->key = to_string(h.remote);
       x->address = h.address + ":" + std::to_string(h.port);
+      if (kind == handler_kind::web_socket) {
+        auto app = apps.find(h.id);
+        x->app = app == apps.end() ? "unknown" : app->second;
+      }
     } else {
       any_rest = true;
     }
@@ -162,7 +169,10 @@ void per_kind(const render_input& in, writer& w, F field) {
 template <class F>
 void per_series(const std::vector<series>& xs, std::string_view key, writer& w, F field) {
   for (auto& x : xs)
-    w.sample({{key, x.key}, {"address", x.address}}, field(x));
+    if (key == "client")
+      w.sample({{key, x.key}, {"address", x.address}, {"app", x.app}}, field(x));
+    else
+      w.sample({{key, x.key}, {"address", x.address}}, field(x));
 }
 
 template <class F>
@@ -342,32 +352,56 @@ const std::vector<family_row>& rows() {
        per_series(in.peers, "peer", w, [](auto& x) { return x.dropped; });
      }},
     {{"broker_web_socket_client_queued_messages", "gauge",
-      "client: the id the node gave the client, or other; address: host:port", false,
+      "client: the id the node gave the client, or other; address: host:port; app: its "
+      "X-Application-Name (unknown if none)", false,
       "Messages waiting in one WebSocket client's send queue."},
      [](const render_input& in, writer& w) {
        per_series(in.clients, "client", w, [](auto& x) { return x.queued; });
      }},
-    {{"broker_web_socket_client_queue_capacity", "gauge", "client, address: as above", false,
+    {{"broker_web_socket_client_queue_capacity", "gauge", "client, address, app: as above", false,
       "Capacity of one WebSocket client's send queue (broker.web-socket-buffer-size)."},
      [](const render_input& in, writer& w) {
        per_series(in.clients, "client", w, [](auto& x) { return x.capacity; });
      }},
-    {{"broker_web_socket_client_sent_messages_total", "counter", "client, address: as above",
+    {{"broker_web_socket_client_sent_messages_total", "counter", "client, address, app: as above",
       false, "Messages put into one WebSocket client's send queue."},
      [](const render_input& in, writer& w) {
        per_series(in.clients, "client", w, [](auto& x) { return x.sent; });
      }},
     {{"broker_web_socket_client_received_messages_total", "counter",
-      "client, address: as above", false,
+      "client, address, app: as above", false,
       "Messages one WebSocket client published, taken by the core."},
      [](const render_input& in, writer& w) {
        per_series(in.clients, "client", w, [](auto& x) { return x.received; });
      }},
     {{"broker_web_socket_client_dropped_messages_total", "counter",
-      "client, address: as above", false,
+      "client, address, app: as above", false,
       "Messages for one WebSocket client dropped by its overflow policy."},
      [](const render_input& in, writer& w) {
        per_series(in.clients, "client", w, [](auto& x) { return x.dropped; });
+     }},
+    {{"broker_web_socket_rejected_clients_total", "counter",
+      "reason: handshake, tls, max_clients, application_name, subscriptions, "
+      "max_subscriptions", false,
+      "WebSocket clients turned away: a bad upgrade request (handshake), a failed TLS "
+      "handshake or plain HTTP on a TLS port (tls), broker.web-socket.max-clients, an "
+      "invalid X-Application-Name, a first message that is no list of topics, more than "
+      "broker.web-socket.max-subscriptions."},
+     [](const render_input& in, writer& w) {
+       for (auto& [reason, n] : in.snap.network.clients.rejected_clients)
+         w.sample({{"reason", reason}}, n);
+     }},
+    {{"broker_web_socket_rejected_inputs_total", "counter", "", false,
+      "Messages of WebSocket clients rejected with an error frame (malformed JSON, invalid "
+      "data); the node logs them at most once a second."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.clients.rejected_inputs);
+     }},
+    {{"broker_web_socket_ping_timeouts_total", "counter", "", false,
+      "WebSocket clients closed because they did not answer a ping "
+      "(broker.web-socket.ping-interval)."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.clients.ping_timeouts);
      }},
   };
   return table;
@@ -386,8 +420,8 @@ const std::vector<metric_family>& metric_families() {
 }
 
 std::string render_prometheus(const node_snapshot& snap, const prometheus_options& opts) {
-  render_input in{snap, series_of(snap.core, handler_kind::peer, opts.handler_series_limit),
-                  series_of(snap.core, handler_kind::web_socket, opts.handler_series_limit),
+  render_input in{snap, series_of(snap, handler_kind::peer, opts.handler_series_limit),
+                  series_of(snap, handler_kind::web_socket, opts.handler_series_limit),
                   {}};
   for (auto& st : snap.stores) {
     auto [i, added] = in.stores.emplace(st.name, st);

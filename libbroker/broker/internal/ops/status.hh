@@ -13,7 +13,7 @@
 // Threads: rate_tracker is shared by the requests of one server (a mutex); the rendering is
 // a pure function of the snapshot, run on the request's I/O thread.
 
-#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/ops/snapshot.hh"
 
 #include <chrono>
 #include <cstddef>

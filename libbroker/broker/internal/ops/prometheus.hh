@@ -18,7 +18,7 @@
 //
 // Threads: a pure function of a node_snapshot; runs on the I/O thread of the request.
 
-#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/ops/snapshot.hh"
 
 #include <cstddef>
 #include <string>

@@ -1,8 +1,9 @@
 #pragma once
 
 // node_snapshot: everything /metrics, /v1/status and the web view show, taken at one moment
-// from the three places that know it: the core (handlers, queues, counters), the network
-// side (peerings, dials, control frames) and the data stores.
+// from the places that know it: the core (handlers, queues, counters), the network side
+// (peerings, dials and why they fail, control frames, WebSocket clients' application
+// names and rejections, the log's recent events) and the data stores.
 //
 // Threads and flow of collect_snapshot(), started on an HTTP session's strand:
 //   1. The probe answers the network side at once (it holds a mutex briefly).
@@ -15,13 +16,15 @@
 // Nothing of this touches the message path.
 
 #include "broker/endpoint_id.hh"
-#include "broker/internal/core/core_status.hh"
+#include "broker/internal/ops/core_status.hh"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace broker::internal {
@@ -47,6 +50,26 @@ struct pending_dial {
   uint16_t port = 0;
   bool connecting = false; ///< Dialing or in the handshake; otherwise waiting to re-dial.
   endpoint_id remote;      ///< Nil unless it was peered before.
+  std::string last_error;  ///< Why the last attempt failed; empty if none did.
+};
+
+/// What the WebSocket servers count beyond the core (summed over servers).
+struct client_report {
+  uint64_t rejected_inputs = 0; ///< Messages answered with an error frame.
+  /// Clients turned away, by reason (label value, count), every reason listed.
+  std::vector<std::pair<std::string, uint64_t>> rejected_clients;
+  uint64_t ping_timeouts = 0;
+  /// X-Application-Name by the client's handler id (clients that sent one).
+  std::unordered_map<uint64_t, std::string> apps;
+};
+
+/// One recent lifecycle event of the node's log (peer lost, client rejected, errors).
+struct event_entry {
+  std::string time; ///< The last time, if repeated.
+  std::string level;
+  std::string component;
+  std::string message;
+  uint64_t repeats = 1; ///< Times in a row.
 };
 
 /// One data store's counters (Broker's broker_store_* families).
@@ -71,12 +94,15 @@ struct network_report {
   uint64_t pongs = 0;
   /// How WebSocket clients connect: "plain" (ws://) or TLS (wss://).
   std::string client_tls = "plain";
+  client_report clients;
+  /// The node's recent events, the oldest first.
+  std::vector<event_entry> events;
 };
 
 /// Facts about the node that do not change while it runs.
 struct node_identity {
   endpoint_id id;
-  std::string name;    ///< broker.metrics.endpoint-name (may be empty).
+  std::string name;    ///< broker.metrics.endpoint-name (broker-node: -N); may be empty.
   std::string version; ///< The library version.
   std::chrono::system_clock::time_point started;
   std::chrono::steady_clock::time_point started_steady;

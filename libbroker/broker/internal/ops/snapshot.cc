@@ -1,4 +1,4 @@
-#include "broker/internal/web/snapshot.hh"
+#include "broker/internal/ops/snapshot.hh"
 
 #include "broker/internal/core/core_runtime.hh"
 

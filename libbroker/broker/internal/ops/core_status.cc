@@ -1,4 +1,4 @@
-#include "broker/internal/core/core_status.hh"
+#include "broker/internal/ops/core_status.hh"
 
 #include "broker/internal/core/core.hh"
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // core_status: a snapshot of the core's handlers and sources for the status API, the web
-// view and the per-peer metrics (web/status.hh, web/prometheus.hh).
+// view and the per-peer metrics (ops/status.hh, ops/prometheus.hh).
 //
 // Threads: collect_core_status() runs on the core actor's thread (posted by the HTTP
 // server when someone asks) and only reads; the result is a plain value that the I/O

@@ -1,7 +1,7 @@
 // The status snapshot of the core: per-handler counters, sources, the Broker-shaped split of
 // waiting messages. Drives core_state by hand, like core.test.cc.
 
-#include "broker/internal/core/core_status.hh"
+#include "broker/internal/ops/core_status.hh"
 
 #include "broker/internal/core/core.hh"
 

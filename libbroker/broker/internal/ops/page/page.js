@@ -1,7 +1,8 @@
 // The live web view of one broker node. Polls GET /v1/status once a second while the page
 // is visible (a hidden tab costs the node nothing) and redraws: the mesh (this node, its
-// peers with the subscriptions they announced, peerings being dialed, WebSocket clients and
-// local handlers as groups), queue fill bars, rates with a sparkline, drops and totals.
+// peers with the subscriptions they announced, peerings being dialed and why they wait,
+// WebSocket clients and local handlers as groups), queue fill bars, rates with a
+// sparkline, stores, drops, totals (each explained on hover) and the node's recent events.
 // No libraries, no build step: plain DOM and SVG.
 "use strict";
 
@@ -9,6 +10,29 @@ const POLL_MS = 1000;       // One status request per second.
 const LIST_LIMIT = 40;      // Entries per list the node sends (fullest queues first).
 const HISTORY = 120;        // Samples in the sparkline.
 const MAX_SUBS_SHOWN = 3;   // Announced subscriptions printed under a peer.
+const MAX_EVENTS = 15;      // Recent events listed, the newest first.
+
+// What each total means, for people who do not know the code.
+const TOTALS = {
+  processed: ["messages routed", "messages the node took from publishers, peers and clients and routed"],
+  processed_commands: ["store commands routed", "data store commands among the routed messages"],
+  delivered: ["messages delivered", "messages put into the queues of subscribers, peers and clients"],
+  dropped: ["messages dropped", "messages an overflow policy dropped because a queue was full"],
+  unrouted: ["without subscribers", "published messages that no subscriber, peer or client wanted (unrouted)"],
+  duplicates: ["duplicates ignored", "messages that arrived twice over different paths and were dropped once"],
+  suspended_sources: ["sources paused now", "publishers, peers or clients not read right now because a queue they feed is full (policy block)"],
+  suspensions: ["times a source paused", "how often a source was paused for a full queue since start (suspensions)"],
+  routing_updates: ["routing updates from peers", "subscription changes peers sent"],
+  pings: ["pings from peers", "liveness pings peers sent"],
+  pongs: ["pongs from peers", "answers to our pings"],
+};
+
+// What each kind of local handler is.
+const KIND_HELP = {
+  subscriber: "a subscriber of this process (endpoint::make_subscriber)",
+  hub: "a hub: a local publisher and subscriber in one (endpoint::make_hub)",
+  store: "a data store of this process",
+};
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 const history = [];
@@ -31,6 +55,19 @@ function svg(tag, attrs, text) {
 }
 
 function shortId(id) { return id ? id.slice(0, 8) : "?"; }
+
+// "1 peer", "2 peers".
+function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one + "s")); }
+
+// Where a peer or dial is: host:port, or only the host of an inbound peer (its source port
+// is ephemeral and names nothing one could dial).
+function where(p) { return p.port === null || p.port === undefined ? p.address : p.address + ":" + p.port; }
+
+function subsText(subs) {
+  const shown = (subs || []).slice(0, MAX_SUBS_SHOWN).map((s) => s === "" ? "(all)" : s);
+  if ((subs || []).length > MAX_SUBS_SHOWN) shown.push("+" + (subs.length - MAX_SUBS_SHOWN));
+  return shown.join(" ");
+}
 
 function fmt(x) {
   if (x === null || x === undefined) return "–";
@@ -91,14 +128,20 @@ function drawMesh(st) {
       n.kind === "peer" ? shortId(n.p.id) : n.p.state));
     // Labels go outside the ring, where no edge crosses them.
     const above = y < cy - 1;
-    node.append(svg("text", { y: above ? -40 : 46 }, n.p.address + ":" + n.p.port +
-      (n.p.direction ? (n.p.direction === "outbound" ? " →" : " ←") : "")));
+    const arrow = n.p.direction === "outbound" ? " →" : n.p.direction === "inbound" ? " ←" : "";
+    node.append(svg("text", { y: above ? -40 : 46 }, (n.p.direction === "inbound" ? "from " : "") +
+      where(n.p) + arrow));
     if (n.kind === "peer") {
-      const subs = n.p.subscriptions || [];
-      const shown = subs.slice(0, MAX_SUBS_SHOWN).map((s) => s === "" ? "(all)" : s);
-      if (subs.length > MAX_SUBS_SHOWN) shown.push("+" + (subs.length - MAX_SUBS_SHOWN));
-      node.append(svg("text", { class: "subs", y: above ? -54 : 59 }, shown.join(" ") || "(no subscriptions)"));
-      node.append(svg("title", {}, `peer ${n.p.id}\nTLS: ${n.p.tls}\nin ${n.p.messages_in}, out ${n.p.messages_out}, dropped ${n.p.dropped}`));
+      node.append(svg("text", { class: "subs", y: above ? -54 : 59 },
+        subsText(n.p.subscriptions) || "(no subscriptions)"));
+      const from = n.p.direction === "inbound"
+        ? `it dialed us from port ${n.p.source_port}` : "we dialed it";
+      node.append(svg("title", {}, `peer ${n.p.id} (${from})\nTLS: ${n.p.tls}\nin ${n.p.messages_in}, out ${n.p.messages_out}, dropped ${n.p.dropped}`));
+    } else if (n.p.last_error) {
+      // Why the dial waits: the last attempt's error, cut; the whole of it on hover.
+      const why = n.p.last_error.length > 48 ? n.p.last_error.slice(0, 47) + "…" : n.p.last_error;
+      node.append(svg("text", { class: "why", y: above ? -54 : 59 }, why));
+      node.append(svg("title", {}, `dialing ${where(n.p)}: ${n.p.last_error}`));
     }
     layer.append(node);
   });
@@ -132,15 +175,19 @@ function drawMesh(st) {
 
 function drawRates(st) {
   const r = st.rates;
-  $("window").textContent = r.window_seconds > 0 ? `(last ${r.window_seconds.toFixed(0)} s)` : "";
+  // The first answer has no base to compare with: no rates yet, not rates of 0.
+  const known = r.window_seconds > 0;
+  $("window").textContent = known
+    ? `(last ${Math.max(1, Math.round(r.window_seconds))} s)` : "(measuring…)";
   const box = $("rates");
   box.replaceChildren();
   for (const [name, value] of [["processed/s", r.processed], ["delivered/s", r.delivered],
                                ["dropped/s", r.dropped]]) {
     const d = el("div", { class: "rate" });
-    d.append(el("b", {}, fmt(value)), el("span", { class: "muted" }, name));
+    d.append(el("b", {}, known ? fmt(value) : "–"), el("span", { class: "muted" }, name));
     box.append(d);
   }
+  if (!known) return;
   history.push({ processed: r.processed, dropped: r.dropped });
   while (history.length > HISTORY) history.shift();
   const spark = $("spark");
@@ -155,12 +202,18 @@ function drawRates(st) {
 
 function drawQueues(st) {
   const rows = [];
-  const add = (kind, list, label) => list.items.forEach((h) => rows.push({ kind, h, label: label(h) }));
-  add("peer", st.peers, (h) => "peer " + shortId(h.id) + " " + h.address);
-  add("client", st.clients, (h) => "client " + h.address + ":" + h.port);
-  add("subscriber", st.local.subscribers, (h) => "subscriber #" + h.handler);
-  add("hub", st.local.hubs, (h) => "hub #" + h.handler);
-  add("store", st.local.stores, (h) => "store " + h.role + " #" + h.handler);
+  const add = (kind, list, label, help) =>
+    list.items.forEach((h) => rows.push({ kind, h, label: label(h), help: help(h) }));
+  add("peer", st.peers, (h) => "peer " + shortId(h.id) + " " + (h.direction === "inbound" ? "from " : "") + where(h),
+      (h) => "send queue of peer " + h.id);
+  add("client", st.clients, (h) => "client " + (h.app ? h.app + " " : "") + h.address + ":" + h.port,
+      (h) => "send queue of WebSocket client " + h.id + (h.app ? " (X-Application-Name " + h.app + ")" : ""));
+  add("subscriber", st.local.subscribers, (h) => "local subscriber " + (subsText(h.subscriptions) || "(nothing)"),
+      () => KIND_HELP.subscriber);
+  add("hub", st.local.hubs, (h) => "local hub " + (subsText(h.subscriptions) || "(nothing)"),
+      () => KIND_HELP.hub);
+  add("store", st.local.stores, (h) => "store " + (h.name || "?") + " (" + h.role + ")",
+      () => KIND_HELP.store);
   rows.sort((a, b) => b.h.queue.fill - a.h.queue.fill);
   const box = $("queues");
   box.replaceChildren();
@@ -169,7 +222,7 @@ function drawQueues(st) {
     const q = r.h.queue;
     const d = el("div", { class: "queue", "data-handler": r.h.handler });
     const name = el("div", { class: "name" });
-    name.append(el("span", {}, r.label),
+    name.append(el("span", { title: r.help }, r.label),
                 el("span", { class: "muted" },
                    `${q.size}/${q.capacity} ${q.policy}` + (r.h.dropped ? `, ${fmt(r.h.dropped)} dropped` : "")));
     const bar = el("div", { class: "bar" });
@@ -181,7 +234,7 @@ function drawQueues(st) {
     box.append(d);
   }
   const more = st.clients.total - st.clients.items.length;
-  if (more > 0) box.append(el("p", { class: "muted" }, `+ ${more} more WebSocket clients`));
+  if (more > 0) box.append(el("p", { class: "muted" }, "+ " + plural(more, "more WebSocket client")));
 }
 
 function drawTables(st) {
@@ -199,10 +252,56 @@ function drawTables(st) {
   }
   const totals = $("totals").tBodies[0];
   totals.replaceChildren();
-  for (const [k, v] of Object.entries(st.totals)) {
-    const tr = el("tr");
-    tr.append(el("td", {}, k.replace(/_/g, " ")), el("td", { class: "num" }, fmt(v)));
+  // In the order of TOTALS (the node sends them sorted by name), unknown ones last.
+  const keys = [...Object.keys(TOTALS).filter((k) => k in st.totals),
+                ...Object.keys(st.totals).filter((k) => !(k in TOTALS))];
+  const rows = keys.map((k) => [...(TOTALS[k] || [k.replace(/_/g, " "), ""]), st.totals[k]]);
+  const cl = st.clients;
+  if (cl.rejected_clients) {
+    const away = Object.values(cl.rejected_clients).reduce((a, b) => a + b, 0);
+    const why = Object.entries(cl.rejected_clients).filter(([, n]) => n > 0)
+      .map(([k, n]) => k.replace(/_/g, " ") + " " + n).join(", ");
+    rows.push(["WebSocket clients turned away", "bad upgrade, TLS, too many clients, invalid " +
+               "X-Application-Name or subscriptions" + (why ? ": " + why : ""), away]);
+    rows.push(["client messages rejected", "WebSocket messages answered with an error frame " +
+               "(malformed JSON, invalid data)", cl.rejected_inputs]);
+    rows.push(["client ping timeouts", "WebSocket clients closed for not answering a ping",
+               cl.ping_timeouts]);
+  }
+  for (const [label, help, v] of rows) {
+    const tr = el("tr", { title: help });
+    tr.append(el("td", {}, label), el("td", { class: "num" }, fmt(v)));
     totals.append(tr);
+  }
+  const stores = $("stores").tBodies[0];
+  stores.replaceChildren();
+  const reports = st.local.stores.reports || [];
+  if (reports.length === 0) {
+    const tr = el("tr");
+    tr.append(el("td", { colspan: 6, class: "muted" }, "no data stores"));
+    stores.append(tr);
+  }
+  for (const x of reports) {
+    const tr = el("tr", { "data-store": x.name });
+    tr.append(el("td", {}, x.name), el("td", {}, x.role),
+              el("td", { class: "num" }, fmt(x.entries)),
+              el("td", { class: "num" }, fmt(x.input_channels) + " / " + fmt(x.output_channels)),
+              el("td", { class: "num" }, fmt(x.unacknowledged_updates)),
+              el("td", { class: "num" }, fmt(x.out_of_order_updates)));
+    stores.append(tr);
+  }
+}
+
+function drawEvents(st) {
+  const box = $("events");
+  box.replaceChildren();
+  const events = (st.events || []).slice(-MAX_EVENTS).reverse();
+  if (events.length === 0) box.append(el("li", { class: "muted" }, "nothing yet"));
+  for (const e of events) {
+    const li = el("li", { class: "event " + e.level });
+    li.append(el("span", { class: "muted" }, e.time.slice(11, 19) + " " + e.component + " "),
+              el("span", {}, e.message + (e.repeats > 1 ? ` (${e.repeats} times)` : "")));
+    box.append(li);
   }
 }
 
@@ -211,11 +310,12 @@ function draw(st) {
   $("title").textContent = "broker node " + (e.name || shortId(e.id));
   $("identity").textContent =
     `${e.id} · version ${e.version} · up ${duration(e.uptime_seconds)} · ` +
-    `${st.peers.total} peers · ${st.clients.total} WebSocket clients`;
+    `${plural(st.peers.total, "peer")} · ${plural(st.clients.total, "WebSocket client")}`;
   drawMesh(st);
   drawRates(st);
   drawQueues(st);
   drawTables(st);
+  drawEvents(st);
 }
 
 async function poll() {

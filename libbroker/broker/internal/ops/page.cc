@@ -1,4 +1,4 @@
-#include "broker/internal/web/page.hh"
+#include "broker/internal/ops/page.hh"
 
 namespace broker::internal {
 
