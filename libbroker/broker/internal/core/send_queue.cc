@@ -28,6 +28,7 @@ void send_queue::schedule() {
 push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
   if (n == 0 || closed())
     return {};
+  auto before = items_.size();
   bool was_empty = false;
   auto result = items_.push(
     n,
@@ -41,6 +42,16 @@ push_result send_queue::push(const data_message* xs, const route_info* routes, s
   }
   if (result.accepted > 0 || result.disconnected)
     schedule();
+  auto limit = wake_at_.load(std::memory_order_relaxed);
+  if (limit > 0 && before < limit && before + result.accepted >= limit) {
+    std::function<void()> cb;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      cb = ready_;
+    }
+    if (cb)
+      cb();
+  }
   return result;
 }
 

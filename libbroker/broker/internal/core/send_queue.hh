@@ -55,6 +55,11 @@ public:
   /// Sets the callback that schedules the connection to drain the queue.
   void on_ready(std::function<void()> callback);
 
+  /// Also fires the ready callback when a push makes the queue reach `n` messages, even
+  /// if the connection is scheduled already: a connection that holds its writes
+  /// (broker.peer-write-delay) lets a burst go at once instead of overflowing. 0: never.
+  void wake_at(size_t n) noexcept { wake_at_.store(n, std::memory_order_relaxed); }
+
   // -- producer side ------------------------------------------------------------
 
   /// Appends copies of `n` messages under the policy; `routes` (may be null) is parallel
@@ -94,6 +99,7 @@ private:
   std::atomic<bool> closed_{false};
   std::atomic<bool> overflowed_{false};
   std::atomic<bool> has_extra_{false}; // An announcement or waiters: look under the lock.
+  std::atomic<size_t> wake_at_{0};
   mutable std::mutex mtx_;             // Guards the members below.
   std::optional<filter_type> announcement_;
   std::function<void()> ready_;

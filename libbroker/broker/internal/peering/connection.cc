@@ -6,6 +6,8 @@
 #include "broker/internal/peering/peer_manager_impl.hh"
 
 #include <boost/asio/buffer.hpp>
+
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
@@ -123,6 +125,7 @@ void connection::set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                                 std::unique_ptr<net_input> in) {
   id_ = id;
   out_ = std::move(out);
+  out_->wake_at(hold_limit());
   in_ = std::move(in);
 }
 
@@ -495,14 +498,20 @@ void connection::append_data(const send_item& item) {
 }
 
 bool connection::should_hold() {
+  auto delay = mgr_->write_delay;
+  auto due = last_write_ + delay;
+  bool hold = delay.count() > 0 && !heard_ && ctrl_.empty() && attached_ && !closing_
+              && !probing_ && out_ && out_->size() < hold_limit()
+              && std::chrono::steady_clock::now() < due;
+  if (!hold) {
+    if (holding_) {
+      holding_ = false;
+      hold_timer_.cancel();
+    }
+    return false;
+  }
   if (holding_)
     return true;
-  auto delay = mgr_->write_delay;
-  if (delay.count() == 0 || heard_ || !ctrl_.empty() || !attached_ || closing_ || probing_)
-    return false;
-  auto due = last_write_ + delay;
-  if (std::chrono::steady_clock::now() >= due)
-    return false;
   holding_ = true;
   hold_timer_.expires_at(due);
   hold_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -512,6 +521,12 @@ bool connection::should_hold() {
     self->write_more();
   });
   return true;
+}
+
+size_t connection::hold_limit() const noexcept {
+  // A burst that fills a quarter of the queue (at most 64 messages) is worth a write now.
+  constexpr size_t max_held = 64;
+  return std::max<size_t>(1, std::min(max_held, mgr_->peer_capacity / 4));
 }
 
 bool connection::fill_batch() {

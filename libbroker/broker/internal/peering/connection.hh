@@ -23,7 +23,8 @@
 //     back writes at most once per delay: what arrives meanwhile goes out in the next
 //     write. So a stream of single events costs the receiver one wake-up per delay, not one
 //     per event. Once a frame arrived from the peer since our last write (a pong, an
-//     answer, a ping), the next write goes at once: an exchange is never held.
+//     answer, a ping), the next write goes at once: an exchange is never held. Nor is a
+//     burst: once a quarter of the queue (at most 64 messages) waits, it goes at once.
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
@@ -150,6 +151,7 @@ private:
 
   // -- writing
   bool should_hold();
+  size_t hold_limit() const noexcept;
   void send_raw(std::string bytes);
   void write_more();
   bool fill_batch();
