@@ -1,6 +1,7 @@
 // broker-node: a Broker endpoint as a daemon. It listens for peers, dials the peers it is
 // given, subscribes to its topics (and so relays them between its peers), and runs one of
-// three modes on the main thread: relay, ping or pong. See doc/node.md.
+// three modes on the main thread: relay, ping or pong. See doc/node.md. Data never ends a
+// relay node unless --exit-on-stop asks for it (remote_stop.hh).
 //
 // Start-up order matters:
 //   1. Block SIGINT/SIGTERM (tools/tool.hh) before the endpoint starts its threads.
@@ -43,8 +44,8 @@ constexpr std::string_view usage =
 
 /// The man page's sections beyond the options (tools/man_page.hh).
 constexpr std::string_view exit_status =
-  "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay or pong mode, every pong received in "
-  "ping mode\n"
+  "0\tclean end: SIGINT/SIGTERM, \"stop\" in pong mode or with --exit-on-stop, every pong "
+  "received in ping mode\n"
   "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
   "attached; the message names it\n"
   "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";

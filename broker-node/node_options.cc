@@ -122,6 +122,10 @@ error add_node_options(broker::configuration& cfg) {
                           "per line",
                           'v'));
   rows.push_back(flag_row("rate", "print the number of received messages every second", 'r'));
+  rows.push_back(flag_row("exit-on-stop",
+                          "relay mode: exit when the string value \"stop\" arrives on a "
+                          "subscribed topic, as Zeek Broker's broker-node does (pong mode "
+                          "always does); without it the node logs and ignores \"stop\""));
   rows.push_back(string_row("listen-address", "",
                             "address the peering port binds to; empty: all interfaces"));
   rows.push_back(flag_row("no-listen",
@@ -186,6 +190,7 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   result.json = cfg.get_bool("json").value_or(false);
   result.status_url = cfg.get_string("status").value_or("");
   result.rate = cfg.get_bool("rate").value_or(false);
+  result.exit_on_stop = cfg.get_bool("exit-on-stop").value_or(false);
   result.listen = !cfg.get_bool("no-listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");
   result.port = cfg.port();

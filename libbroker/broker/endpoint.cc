@@ -304,6 +304,28 @@ filter_type endpoint::peer_subscriptions() const {
   return result;
 }
 
+void endpoint::log(log_severity level, std::string_view component,
+                   std::string_view message) const {
+  auto internal_level = internal::log_level::info;
+  switch (level) {
+    case log_severity::error:
+      internal_level = internal::log_level::error;
+      break;
+    case log_severity::warning:
+      internal_level = internal::log_level::warning;
+      break;
+    case log_severity::info:
+      break;
+    case log_severity::debug:
+      internal_level = internal::log_level::debug;
+      break;
+  }
+  if (auto io = ctx_->io())
+    io->get_logger().write(internal_level, component, message);
+  else
+    internal::default_logger().write(internal_level, component, message);
+}
+
 void endpoint::shutdown() {
   for (auto& srv : ctx_->stop_servers())
     srv->stop();

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace broker {
@@ -172,6 +173,17 @@ public:
   void shutdown();
 
   bool is_shut_down() const noexcept;
+
+  // -- logging --------------------------------------------------------------------------
+
+  /// Severity of a line a program writes to the endpoint's log.
+  enum class log_severity : uint8_t { error, warning, info, debug };
+
+  /// Writes one line to the endpoint's log, with its level, format and file
+  /// (broker.log-level, broker.log-format, broker.log-file), so that a program's own
+  /// events (broker-node's "stop" handling) sit beside the library's. After shutdown() the
+  /// line goes to stderr. Thread-safe.
+  void log(log_severity level, std::string_view component, std::string_view message) const;
 
 private:
   std::shared_ptr<internal::endpoint_context> ctx_;

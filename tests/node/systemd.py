@@ -51,7 +51,7 @@ def read_unit(path):
 
 def test_settings(unit):
     s = read_unit(unit)
-    want = {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure",
+    want = {"Type": "notify", "NotifyAccess": "main", "Restart": "always",
             "RestartPreventExitStatus": "1", "User": "broker", "Group": "broker",
             "StateDirectory": "broker", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
             "ProtectHome": "yes", "PrivateTmp": "yes", "CapabilityBoundingSet": "",
