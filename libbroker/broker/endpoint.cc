@@ -4,6 +4,7 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
 #include "broker/internal/node_probe.hh"
+#include "broker/internal/security/exposure.hh"
 
 #include <future>
 #include <thread>
@@ -23,6 +24,30 @@ error shutting_down() {
 error reserved_topic(const std::string& name) {
   return error{ec::invalid_topic,
                "cannot publish to reserved topic \"" + name + "\" (prefix <$> is internal)"};
+}
+
+/// Logs who can reach a new listener and whether anyone is authenticated
+/// (security/exposure.hh); a warning if other hosts can reach it and nobody is.
+void log_exposure(const internal::io_runtime& io, internal::security::service what,
+                  const std::string& address, uint16_t port) {
+  using internal::security::transport;
+  auto how = transport::plain;
+  if (what != internal::security::service::metrics) {
+    switch (io.mode()) {
+      case internal::tls_mode::plain:
+        break;
+      case internal::tls_mode::anonymous:
+        how = transport::anonymous_tls;
+        break;
+      case internal::tls_mode::verified:
+        how = transport::mutual_tls;
+        break;
+    }
+  }
+  auto level = internal::security::is_exposed(address, how) ? internal::log_level::warning
+                                                             : internal::log_level::info;
+  io.get_logger().write(level, "security",
+                        internal::security::exposure_line(what, address, port, how));
 }
 
 /// Creates, registers and returns the source inbox of a publisher or hub.
@@ -150,6 +175,9 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   io->get_logger().write(internal::log_level::info, web_socket ? "web-socket" : "metrics",
                          "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
                   + std::to_string(bound));
+  log_exposure(*io, web_socket ? internal::security::service::web_socket
+                               : internal::security::service::metrics,
+               address, bound);
   ctx.add_server(std::move(*srv));
   return bound;
 }
@@ -259,9 +287,13 @@ endpoint_metrics endpoint::metrics() const {
 }
 
 expected<uint16_t> endpoint::listen(const std::string& address, uint16_t port) {
-  if (auto net = ctx_->network())
-    return net->listen(address, port);
-  return shutting_down();
+  auto net = ctx_->network();
+  if (!net)
+    return shutting_down();
+  auto result = net->listen(address, port);
+  if (auto io = ctx_->io(); result && io)
+    log_exposure(*io, internal::security::service::peering, address, *result);
+  return result;
 }
 
 bool endpoint::peer(const std::string& host, uint16_t port, timespan retry) {

@@ -135,13 +135,17 @@ public:
   // -- WebSocket JSON API and metrics ---------------------------------------------------
 
   /// Serves Broker's WebSocket JSON API v1 on ws://`address`:`port`/v1/messages/json
-  /// (port 0: ephemeral). Returns the bound port. The endpoint starts this by itself when
-  /// broker.web-socket.port (or BROKER_WEB_SOCKET_PORT) is set.
-  expected<uint16_t> web_socket_listen(const std::string& address = "", uint16_t port = 0);
+  /// (port 0: ephemeral; address "" or "0.0.0.0": all IPv4 interfaces). Returns the bound
+  /// port. The endpoint starts this by itself when broker.web-socket.port (or
+  /// BROKER_WEB_SOCKET_PORT) is set, on broker.web-socket.address (default 127.0.0.1).
+  expected<uint16_t> web_socket_listen(const std::string& address = "127.0.0.1",
+                                       uint16_t port = 0);
 
-  /// Serves the metrics in Prometheus text format on http://`address`:`port`/metrics.
-  /// Started by itself when broker.metrics.port (or BROKER_METRICS_PORT) is set.
-  expected<uint16_t> metrics_listen(const std::string& address = "", uint16_t port = 0);
+  /// Serves the metrics in Prometheus text format on http://`address`:`port`/metrics (and
+  /// /v1/status and the web view). Started by itself when broker.metrics.port (or
+  /// BROKER_METRICS_PORT) is set, on broker.metrics.address (default 127.0.0.1).
+  expected<uint16_t> metrics_listen(const std::string& address = "127.0.0.1",
+                                    uint16_t port = 0);
 
   /// A problem starting a server the configuration asked for (none if all went well).
   const error& startup_error() const noexcept;
