@@ -158,6 +158,9 @@ error add_node_options(broker::configuration& cfg) {
                             "print the status of the node whose metrics server is at this "
                             "URL (http://host:port) as tables, then exit; starts no "
                             "endpoint"));
+  rows.push_back(flag_row("hash-token",
+                          "read a bearer token from stdin, print the sha256: line a rules "
+                          "file (broker.security.rules-file) stores for it, and exit"));
   if (auto err = broker_tools::add_rows(cfg, std::move(rows)))
     return err;
   // Broker's broker-node reads its port as a top-level key (doc/node.md, "Zeek Broker's
@@ -189,6 +192,7 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   result.verbose = cfg.get_bool("verbose").value_or(false);
   result.json = cfg.get_bool("json").value_or(false);
   result.status_url = cfg.get_string("status").value_or("");
+  result.hash_token = cfg.get_bool("hash-token").value_or(false);
   result.rate = cfg.get_bool("rate").value_or(false);
   result.exit_on_stop = cfg.get_bool("exit-on-stop").value_or(false);
   result.listen = !cfg.get_bool("no-listen").value_or(false);

@@ -47,6 +47,8 @@ struct node_options {
   bool verbose = false;
   /// --json: event lines as JSON objects.
   bool json = false;
+  /// --hash-token: read a token from stdin, print its hash for the rules file, exit.
+  bool hash_token = false;
   /// --status URL: print that node's status and exit.
   std::string status_url;
   bool rate = false;

@@ -3,6 +3,7 @@
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/config/security_options.hh"
 #include "broker/internal/node_probe.hh"
 #include "broker/internal/security/exposure.hh"
 
@@ -98,6 +99,11 @@ endpoint::endpoint(configuration cfg) {
   auto lg = std::make_shared<internal::logger>(
     ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
   internal::apply_log_file(*lg, conf, id); // An error is logged; the endpoint runs on.
+  // Access control first: an invalid rules file must stop the node before it serves.
+  auto sec = std::make_shared<internal::security::runtime>(internal::read_rules_file(conf), lg);
+  if (auto err = sec->load()) // A missing file is the operator's configuration too.
+    startup_error_ = error{ec::invalid_config, err.message()};
+  ctx_->set_security(sec);
   internal::core_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();
@@ -126,7 +132,10 @@ endpoint::endpoint(configuration cfg) {
   ctx_->start(std::move(rt));
   ctx_->start_io(std::move(io));
   ctx_->start_network(std::move(net));
-  // Servers the configuration asks for start with the endpoint, as in Broker.
+  // Servers the configuration asks for start with the endpoint, as in Broker (not
+  // without the rules the configuration asks for).
+  if (startup_error_)
+    return;
   if (auto p = conf.web_socket_port(); p != 0)
     if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
       startup_error_ = res.error_value();
@@ -334,6 +343,13 @@ filter_type endpoint::peer_subscriptions() const {
         result.insert(result.end(), f.begin(), f.end());
   minimize(result);
   return result;
+}
+
+error endpoint::reload_security() {
+  auto sec = ctx_->security();
+  if (!sec)
+    return shutting_down();
+  return sec->reload();
 }
 
 void endpoint::log(log_severity level, std::string_view component,

@@ -147,7 +147,9 @@ public:
   expected<uint16_t> metrics_listen(const std::string& address = "127.0.0.1",
                                     uint16_t port = 0);
 
-  /// A problem starting a server the configuration asked for (none if all went well).
+  /// A problem starting what the configuration asked for (none if all went well): a
+  /// server, or the rules of broker.security.rules-file (then no server starts, and every
+  /// check of the rules refuses until reload_security() succeeds).
   const error& startup_error() const noexcept;
 
   // -- data stores (doc/stores.md) ------------------------------------------------------
@@ -177,6 +179,14 @@ public:
   void shutdown();
 
   bool is_shut_down() const noexcept;
+
+  // -- access control -------------------------------------------------------------------
+
+  /// Reads broker.security.rules-file again and replaces the rules as a whole
+  /// (doc/security.md, "Reload"): connections stay up and get the new rules at their next
+  /// check. Without a rules file nothing happens. On error (the file's, naming
+  /// file:line:column) the previous rules stay in force; the error is also logged.
+  error reload_security();
 
   // -- logging --------------------------------------------------------------------------
 

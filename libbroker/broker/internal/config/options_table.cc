@@ -7,6 +7,7 @@
 
 #include "broker/internal/config/config_file.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/config/security_options.hh"
 
 namespace broker::internal {
 
@@ -372,8 +373,9 @@ std::vector<option_info> make_options_table() {
                    "bytes of one connection's input waiting for the core; beyond, the "
                    "connection is not read (TCP back-pressure)"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
-  // Rows read by key, not by builtin_option (operations_options.hh).
+  // Rows read by key, not by builtin_option (operations_options.hh, security_options.hh).
   append_operations_options(table);
+  append_security_options(table);
   return table;
 }
 
