@@ -61,9 +61,17 @@ void guard::authenticate() {
     revoked_ = true;
 }
 
-void guard::refresh() {
-  if (view_.refresh())
-    authenticate();
+bool guard::refresh() {
+  if (!view_.refresh())
+    return false;
+  authenticate();
+  reloaded_ = true;
+  return true;
+}
+
+bool guard::poll_reload() {
+  refresh();
+  return std::exchange(reloaded_, false);
 }
 
 const std::string& guard::identity() const noexcept {

@@ -112,12 +112,22 @@ public:
   /// `filtered`)? Not counted: the subscription was already.
   verdict check_receive(std::string_view topic);
 
+  /// Picks up a reload now: one atomic load when there is none. Returns true once after
+  /// any number of reloads (whether this call or a check picked them up), with the
+  /// credential authenticated again; the caller then re-runs
+  /// check_subscribe() on the connection's requested filter and replaces the effective
+  /// subscription (granted prefixes decided under the old rules stay otherwise), and
+  /// closes the connection if revoked(). Call it where the connection does work anyway,
+  /// e.g. once per batch it sends, so that idle subscribers notice reloads too.
+  bool poll_reload();
+
   /// The rule set the last check used.
   const rule_set& rules() const noexcept { return view_.rules(); }
 
 private:
-  /// Picks up a reload: authenticates the credential again.
-  void refresh();
+  /// Picks up a reload: authenticates the credential again, sets reloaded_. True if there
+  /// was one.
+  bool refresh();
   void authenticate();
 
   policy_view view_;
@@ -126,6 +136,7 @@ private:
   identity_handle id_ = no_identity;
   bool was_ok_ = false;
   bool revoked_ = false;
+  bool reloaded_ = false; ///< A reload was picked up since the last poll_reload().
 };
 
 } // namespace broker::internal::security

@@ -85,6 +85,21 @@ TEST_CASE("a guard checks, counts refusals and follows reloads", "[security][pol
     CHECK(g.status() == auth_status::unknown);
     CHECK(g.identity().empty());
   }
+  SECTION("poll_reload reports each reload once, so that subscriptions can be redone") {
+    CHECK_FALSE(g.poll_reload());
+    store.publish(rules(token_rules + "identity.d.deny-subscribe = [\"/s/x\"]\n", audit));
+    CHECK(g.poll_reload());
+    CHECK_FALSE(g.poll_reload());
+    auto again = g.check_subscribe({"/s/"});
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].granted.front().filtered);
+    // A check that picks up a reload leaves it for poll_reload(); two reloads are one.
+    store.publish(rules(token_rules, audit));
+    CHECK(g.check_publish("/a/x").allowed);
+    store.publish(rules(token_rules, audit));
+    CHECK(g.poll_reload());
+    CHECK_FALSE(g.poll_reload());
+  }
   SECTION("rules removed altogether allow everything again") {
     store.publish(nullptr);
     CHECK(g.check_publish("/anything").allowed);

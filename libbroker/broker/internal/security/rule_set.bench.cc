@@ -14,8 +14,8 @@
 //       The table: ns per check (median of R runs of C checks) through rule_set and
 //       through guard (which also watches for reloads and counts refusals), for
 //       N in {0, 10, 100, 1000, 10000} and each probe kind.
-//   broker-security-bench --fixed N hit|deny|miss CHECKS
-//       Exactly CHECKS checks in run_checks(), for
+//   broker-security-bench --fixed N hit|deny|miss CHECKS [--guard]
+//       Exactly CHECKS checks in run_checks() (through a guard with --guard), for
 //       `valgrind --tool=callgrind --toggle-collect='*run_checks*' ...`
 //       (instructions per check = Ir / CHECKS).
 //
@@ -152,8 +152,14 @@ int main(int argc, char** argv) {
                                         : probe_kind::miss;
       auto rs = make_rules(n);
       auto probes = make_probes(n, kind);
-      auto id = rs->enforcing() ? rs->find("worker") : no_identity;
-      sink = run_checks(*rs, id, probes, count);
+      if (i + 4 < argc && std::strcmp(argv[i + 4], "--guard") == 0) {
+        policy_store store{rs};
+        guard g{store, credential::from_token(bench_token)};
+        sink = run_checks(g, probes, count);
+      } else {
+        auto id = rs->enforcing() ? rs->find("worker") : no_identity;
+        sink = run_checks(*rs, id, probes, count);
+      }
       std::printf("checks=%llu allowed=%zu\n", static_cast<unsigned long long>(count),
                   static_cast<size_t>(sink));
       return 0;
