@@ -22,6 +22,7 @@ std::vector<audit_row> audit_log::rows() const {
     row.rule = key.second;
     row.refused_publishes = counters->refused_publishes.load(std::memory_order_relaxed);
     row.refused_subscriptions = counters->refused_subscriptions.load(std::memory_order_relaxed);
+    row.refused_deliveries = counters->refused_deliveries.load(std::memory_order_relaxed);
     row.authentication_failures =
       counters->authentication_failures.load(std::memory_order_relaxed);
     result.push_back(std::move(row));

@@ -31,6 +31,8 @@ namespace broker::internal::security {
 struct audit_counters {
   std::atomic<uint64_t> refused_publishes{0};
   std::atomic<uint64_t> refused_subscriptions{0};
+  /// Deliveries dropped under a granted but filtered subscription (check_receive).
+  std::atomic<uint64_t> refused_deliveries{0};
   std::atomic<uint64_t> authentication_failures{0};
 };
 
@@ -44,6 +46,7 @@ struct audit_row {
   std::string rule;
   uint64_t refused_publishes = 0;
   uint64_t refused_subscriptions = 0;
+  uint64_t refused_deliveries = 0;
   uint64_t authentication_failures = 0;
 };
 

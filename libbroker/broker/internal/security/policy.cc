@@ -103,7 +103,13 @@ std::vector<subscribe_verdict> guard::check_subscribe(const std::vector<std::str
 
 verdict guard::check_receive(std::string_view topic) {
   refresh();
-  return view_.rules().check_receive(id_, topic);
+  const auto& rs = view_.rules();
+  auto result = rs.check_receive(id_, topic);
+  if (!result.allowed) {
+    result.by->counters->refused_deliveries.fetch_add(1, std::memory_order_relaxed);
+    rs.identity_counters(id_).refused_deliveries.fetch_add(1, std::memory_order_relaxed);
+  }
+  return result;
 }
 
 } // namespace broker::internal::security

@@ -109,7 +109,7 @@ public:
   std::vector<subscribe_verdict> check_subscribe(const std::vector<std::string>& filter);
 
   /// May a message on `topic` go to this connection (for granted prefixes marked
-  /// `filtered`)? Not counted: the subscription was already.
+  /// `filtered`)? Counts a refusal as a refused delivery. No allocation.
   verdict check_receive(std::string_view topic);
 
   /// Picks up a reload now: one atomic load when there is none. Returns true once after

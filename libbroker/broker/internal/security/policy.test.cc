@@ -68,6 +68,8 @@ TEST_CASE("a guard checks, counts refusals and follows reloads", "[security][pol
   CHECK(subs[1].outcome == subscribe_outcome::refused);
   CHECK(g.rules().identity_counters(g.rules().find("d")).refused_subscriptions == 1);
   CHECK(g.check_receive("/s/y").allowed);
+  CHECK_FALSE(g.check_receive("/elsewhere").allowed);
+  CHECK(g.rules().identity_counters(g.rules().find("d")).refused_deliveries == 1);
   SECTION("new rules apply to the live guard at its next check") {
     store.publish(rules(token_rules + "identity.d.deny-publish = [\"/a/secret\"]\n", audit));
     CHECK_FALSE(g.check_publish("/a/secret").allowed);
