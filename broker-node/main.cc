@@ -1,17 +1,18 @@
 // broker-node: a Broker endpoint as a daemon. It listens for peers, dials the peers it is
 // given, subscribes to its topics (and so relays them between its peers), and runs one of
-// three modes on the main thread: relay, ping or pong. See doc/node.md.
+// three modes on the main thread: relay, ping or pong. See doc/node.md. Data never ends a
+// relay node unless --exit-on-stop asks for it (remote_stop.hh).
 //
 // Start-up order matters:
-//   1. Block SIGINT/SIGTERM (tools/tool.hh) before the endpoint starts its threads.
+//   1. Block SIGINT/SIGTERM/SIGHUP (tools/tool.hh) before the endpoint starts its threads.
 //   2. Parse and validate options; exit 1 with a message naming the option on error.
 //   3. Start the endpoint, subscribe to events and to the mode's topics, so the first
 //      handshake already carries the topics and -v sees the first peer_added.
 //   4. Listen (print `listening on <port>`; exit 2 if that fails), dial --peers.
 //   5. Attach the data stores (stores.hh; exit 1 if one cannot be attached).
 //   6. Tell systemd READY=1 (tools/sd_notify.hh; nothing outside systemd).
-//   7. Run the mode; on return tell systemd STOPPING=1, and the endpoint shuts down
-//      gracefully (BYE to every peer).
+//   7. Run the mode (SIGHUP meanwhile reloads broker.security.rules-file); on return tell
+//      systemd STOPPING=1, and the endpoint shuts down gracefully (BYE to every peer).
 
 #include "modes.hh"
 #include "node_options.hh"
@@ -22,8 +23,13 @@
 #include "tool.hh"
 
 #include <broker/endpoint.hh>
+#include <broker/security.hh>
 
+#include <cstdio>
 #include <string>
+
+#include <termios.h>
+#include <unistd.h>
 
 using namespace broker_node;
 
@@ -43,8 +49,8 @@ constexpr std::string_view usage =
 
 /// The man page's sections beyond the options (tools/man_page.hh).
 constexpr std::string_view exit_status =
-  "0\tclean end: SIGINT/SIGTERM, \"stop\" in relay or pong mode, every pong received in "
-  "ping mode\n"
+  "0\tclean end: SIGINT/SIGTERM, \"stop\" in pong mode or with --exit-on-stop, every pong "
+  "received in ping mode\n"
   "1\tinvalid configuration: an option, a config file, a variable, a store that cannot be "
   "attached; the message names it\n"
   "2\truntime failure: a port cannot be opened; ping mode found no ponger or lost pongs";
@@ -78,6 +84,43 @@ std::string status_text(const node_options& opts, uint16_t port) {
 /// Exit code for a start-up failure: the operator's configuration, or the runtime.
 int failure_code(const broker::error& err) {
   return err == broker::ec::invalid_config ? exit_invalid_config : exit_runtime_failure;
+}
+
+/// A token longer than this is no token anyone types or pastes.
+constexpr size_t max_token_size = 64 * 1024;
+
+/// --hash-token: reads one token from stdin (without echo on a terminal) and prints the
+/// line a rules file stores for it (doc/security.md). Never takes the token as an argument:
+/// every local user can read a command line.
+int hash_token(const broker_tools::tool& t) {
+  bool terminal = ::isatty(STDIN_FILENO) == 1;
+  termios saved{};
+  if (terminal && ::tcgetattr(STDIN_FILENO, &saved) == 0) {
+    auto quiet = saved;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+    std::fputs("token: ", stderr);
+  }
+  std::string token;
+  int c;
+  while ((c = std::getchar()) != EOF && c != '\n' && token.size() <= max_token_size)
+    token += static_cast<char>(c);
+  if (terminal) {
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+    std::fputs("\n", stderr);
+  }
+  if (!token.empty() && token.back() == '\r')
+    token.pop_back();
+  if (token.empty())
+    return t.fail(exit_invalid_config, "hash-token: read an empty token from stdin");
+  if (token.size() > max_token_size)
+    return t.fail(exit_invalid_config, "hash-token: the token is longer than "
+                                         + std::to_string(max_token_size) + " bytes");
+  auto hash = broker::security::hash_token(token);
+  if (hash.empty())
+    return t.fail(exit_runtime_failure, "hash-token: OpenSSL cannot compute SHA-256");
+  print_line(hash);
+  return exit_clean;
 }
 
 int run(broker_tools::tool& t, const node_options& opts) {
@@ -132,6 +175,9 @@ int run(broker_tools::tool& t, const node_options& opts) {
 
 int main(int argc, char** argv) {
   broker_tools::tool t{node_info()};
+  // SIGHUP reloads the access rules: watched, like SIGINT/SIGTERM, before any thread starts.
+  if (!t.signals().watch_hangup())
+    return t.fail(exit_runtime_failure, "cannot watch SIGHUP");
   if (auto code = t.start(argc, argv, add_node_options))
     return *code;
   if (!t.args().empty())
@@ -140,6 +186,8 @@ int main(int argc, char** argv) {
   if (auto code = t.validated(opts))
     return *code;
   set_json_output(opts->json);
+  if (opts->hash_token)
+    return hash_token(t);
   if (!opts->status_url.empty())
     return print_status(opts->status_url, opts->json);
   // -N names the node everywhere an operator looks (/v1/status, the web view, metric and

@@ -1,5 +1,7 @@
 #include "modes.hh"
 
+#include "remote_stop.hh"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -10,9 +12,6 @@ using clock = node_session::clock;
 
 namespace {
 
-/// The value that makes a relay or pong node exit (Broker's broker-node does the same).
-constexpr std::string_view stop_value = "stop";
-
 constexpr std::string_view ping_kind = "ping";
 constexpr std::string_view pong_kind = "pong";
 
@@ -21,11 +20,6 @@ constexpr broker::count rendezvous_id = 0;
 
 /// Filler byte of ping payloads.
 constexpr char payload_filler = 'x';
-
-bool is_stop(const broker::data& value) {
-  auto* str = broker::get_if<std::string>(value);
-  return str != nullptr && *str == stop_value;
-}
 
 const std::string* kind_of(const broker::vector& xs) {
   return xs.empty() ? nullptr : broker::get_if<std::string>(xs[0]);
@@ -153,19 +147,34 @@ std::optional<broker::count> read_pong(const broker::data& value) {
   return *id;
 }
 
+namespace {
+
+/// The stop handler of relay or pong mode, logging through the node's log.
+stop_handler make_stop_handler(node_session& session, bool exits, std::string reason) {
+  return stop_handler{exits, std::move(reason), [&session](std::string_view line) {
+                        session.endpoint().log(broker::endpoint::log_severity::warning,
+                                               "node", line);
+                      }};
+}
+
+} // namespace
+
 int run_relay(node_session& session, broker::hub& hub) {
+  auto stops = make_stop_handler(session, session.options().exit_on_stop, "--exit-on-stop");
   for (;;) {
     if (session.wait(hub.read_fd(), clock::time_point::max()) == wake_reason::signal)
       return exit_clean;
     for (auto& msg : hub.poll()) {
       session.received(msg);
-      if (is_stop(msg.value()))
+      if (is_stop(msg.value()) && stops.on_stop(msg))
         return exit_clean;
     }
   }
 }
 
 int run_pong(node_session& session, broker::hub& hub) {
+  // Broker's ping/pong benchmarks end their ponger with "stop": pong mode always exits.
+  auto stops = make_stop_handler(session, true, "pong mode exits on \"stop\"");
   for (;;) {
     if (session.wait(hub.read_fd(), clock::time_point::max()) == wake_reason::signal)
       return exit_clean;
@@ -173,7 +182,7 @@ int run_pong(node_session& session, broker::hub& hub) {
       session.received(msg);
       if (auto ping = read_ping(msg.value()))
         hub.publish(msg.topic(), make_pong(ping->id));
-      else if (is_stop(msg.value()))
+      else if (is_stop(msg.value()) && stops.on_stop(msg))
         return exit_clean;
     }
   }

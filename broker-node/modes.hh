@@ -1,7 +1,8 @@
 #pragma once
 
 // The node's three modes. Each runs on the main thread until it is done, the value "stop"
-// arrives (relay, pong), or SIGINT/SIGTERM; it returns the process exit code.
+// arrives (relay with --exit-on-stop, pong; remote_stop.hh), or SIGINT/SIGTERM; it returns
+// the process exit code.
 //
 // Ping and pong speak Zeek Broker's broker-node convention, so either side may be Broker's
 // program (doc/node.md "Modes"):
@@ -22,7 +23,7 @@ namespace broker_node {
 
 /// Exit codes of broker-node (doc/node.md).
 enum exit_code : int {
-  exit_clean = 0,          ///< Done, "stop" received, or SIGINT/SIGTERM.
+  exit_clean = 0,          ///< Done, "stop" (remote_stop.hh), or SIGINT/SIGTERM.
   exit_invalid_config = 1, ///< Bad command line, config file, environment or option value.
   exit_runtime_failure = 2, ///< E.g. cannot listen; ping mode: no ponger or lost pongs.
 };
@@ -30,14 +31,15 @@ enum exit_code : int {
 /// The subscription a mode needs; make it before peering so the handshake carries it.
 broker::filter_type mode_filter(const node_options& opts);
 
-/// Prints and counts every message on the topics; exits on the string value "stop".
+/// Prints and counts every message on the topics; exits on the string value "stop" only
+/// with --exit-on-stop (remote_stop.hh), and otherwise logs that it ignored it.
 int run_relay(node_session& session, broker::hub& hub);
 
 /// Rendezvous, then opts.num_messages pings; prints `rtt <id> <microseconds>` per pong and
 /// a summary.
 int run_ping(node_session& session, broker::hub& hub);
 
-/// Answers every ping with a pong on the ping's topic; exits on "stop".
+/// Answers every ping with a pong on the ping's topic; exits on "stop" (as Broker's).
 int run_pong(node_session& session, broker::hub& hub);
 
 /// ["ping", id, payload].

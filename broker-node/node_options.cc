@@ -122,6 +122,10 @@ error add_node_options(broker::configuration& cfg) {
                           "per line",
                           'v'));
   rows.push_back(flag_row("rate", "print the number of received messages every second", 'r'));
+  rows.push_back(flag_row("exit-on-stop",
+                          "relay mode: exit when the string value \"stop\" arrives on a "
+                          "subscribed topic, as Zeek Broker's broker-node does (pong mode "
+                          "always does); without it the node logs and ignores \"stop\""));
   rows.push_back(string_row("listen-address", "",
                             "address the peering port binds to; empty: all interfaces"));
   rows.push_back(flag_row("no-listen",
@@ -155,6 +159,9 @@ error add_node_options(broker::configuration& cfg) {
                             "print the status of the node whose metrics server is at this "
                             "URL (http://host:port) as tables, then exit; starts no "
                             "endpoint"));
+  rows.push_back(flag_row("hash-token",
+                          "read a bearer token from stdin, print the sha256: line a rules "
+                          "file (broker.security.rules-file) stores for it, and exit"));
   if (auto err = broker_tools::add_rows(cfg, std::move(rows)))
     return err;
   // Broker's broker-node reads its port as a top-level key (doc/node.md, "Zeek Broker's
@@ -186,7 +193,9 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   result.verbose = cfg.get_bool("verbose").value_or(false);
   result.json = cfg.get_bool("json").value_or(false);
   result.status_url = cfg.get_string("status").value_or("");
+  result.hash_token = cfg.get_bool("hash-token").value_or(false);
   result.rate = cfg.get_bool("rate").value_or(false);
+  result.exit_on_stop = cfg.get_bool("exit-on-stop").value_or(false);
   result.listen = !cfg.get_bool("no-listen").value_or(false);
   result.listen_address = cfg.get_string("listen-address").value_or("");
   result.port = cfg.port();

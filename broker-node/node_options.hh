@@ -30,7 +30,7 @@ namespace broker_node {
 
 /// What the node does with the topics (see doc/node.md).
 enum class node_mode : uint8_t {
-  relay, ///< Subscribe to the topics (and so relay them); print; exit on the value "stop".
+  relay, ///< Subscribe to the topics (and so relay them); print; "stop": see exit_on_stop.
   ping,  ///< Rendezvous, then publish pings on the first topic, time the pongs, exit.
   pong,  ///< Answer every ping with a pong on the ping's topic; exit on "stop".
 };
@@ -47,6 +47,8 @@ struct node_options {
   bool verbose = false;
   /// --json: event lines as JSON objects.
   bool json = false;
+  /// --hash-token: read a token from stdin, print its hash for the rules file, exit.
+  bool hash_token = false;
   /// --status URL: print that node's status and exit.
   std::string status_url;
   bool rate = false;
@@ -57,6 +59,8 @@ struct node_options {
   uint64_t payload_size = 0;
   std::chrono::seconds ping_timeout{0};
   std::chrono::milliseconds rendezvous_retry{0};
+  /// --exit-on-stop: relay mode exits on the value "stop" (remote_stop.hh).
+  bool exit_on_stop = false;
   /// --name: prefixes the -v lines; empty for none.
   std::string name;
   std::vector<std::string> master_stores;

@@ -166,8 +166,13 @@ wake_reason node_session::wait(int fd, clock::time_point deadline) {
       return wake_reason::signal; // poll itself failed: nothing sensible left but to stop.
     if (n <= 0)
       continue;
-    if ((fds[signal_slot].revents & POLLIN) != 0 && signals_.consume())
-      return wake_reason::signal;
+    if ((fds[signal_slot].revents & POLLIN) != 0) {
+      if (signals_.consume())
+        return wake_reason::signal;
+      // SIGHUP: reload the access rules; the endpoint logs the outcome, connections stay.
+      if (signals_.take_hangup())
+        ep_.reload_security();
+    }
     if (fds[input_slot].revents != 0)
       return wake_reason::input;
   }

@@ -12,7 +12,8 @@
 //   2. node_session subscribes to status and error events before any peering starts, so
 //      that `-v` shows every peer_added.
 //   3. A mode (modes.hh) calls wait() with its hub's descriptor; wait() prints pending
-//      events and the `rate:` line on the way, and reports a signal.
+//      events and the `rate:` line on the way, reports SIGINT/SIGTERM, and on SIGHUP
+//      reloads the access rules (endpoint::reload_security(), doc/security.md).
 //
 // Output format (stdout, one line per event, flushed per line; with --json one JSON object
 // per line, {"type": "<first word>", ...}; see doc/node.md):
@@ -74,8 +75,9 @@ public:
   /// Subscribes to status/error events (printed with -v).
   node_session(broker::endpoint& ep, const node_options& opts, signal_watch& signals);
 
-  /// Waits until `fd` is readable, a signal arrives or `deadline` passes. Meanwhile prints
-  /// events (with -v) and, with -r, a rate line every second.
+  /// Waits until `fd` is readable, SIGINT/SIGTERM arrives or `deadline` passes. Meanwhile
+  /// prints events (with -v), with -r a rate line every second, and reloads the access
+  /// rules on SIGHUP.
   wake_reason wait(int fd, clock::time_point deadline);
 
   /// Counts `msg` for the rate line and prints it with -v.

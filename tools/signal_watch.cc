@@ -33,14 +33,30 @@ signal_watch::~signal_watch() {
     close(fd_);
 }
 
+bool signal_watch::watch_hangup() {
+  if (fd_ < 0)
+    return false;
+  auto set = stop_signals();
+  sigaddset(&set, SIGHUP);
+  // nohup(1) sets SIGHUP to SIG_IGN, which would discard it even while blocked.
+  std::signal(SIGHUP, SIG_DFL);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // The same descriptor, now with SIGHUP in its mask.
+  return signalfd(fd_, &set, SFD_NONBLOCK | SFD_CLOEXEC) == fd_;
+}
+
 bool signal_watch::consume() {
   if (fd_ < 0)
     return false;
-  bool any = false;
+  bool stop = false;
   signalfd_siginfo info;
-  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info)))
-    any = true;
-  return any;
+  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    if (info.ssi_signo == SIGHUP)
+      hangup_ = true;
+    else
+      stop = true;
+  }
+  return stop;
 }
 
 } // namespace broker_tools

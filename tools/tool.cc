@@ -1,5 +1,6 @@
 #include "tool.hh"
 
+#include <broker/security.hh>
 #include <broker/version.hh>
 
 #include <csignal>
@@ -113,6 +114,8 @@ std::optional<int> tool::validated(const broker::error& err) {
   if (check_config_) {
     if (auto file_err = check_files())
       return fail(exit_bad_usage, file_err.message());
+    if (auto rules_err = check_rules())
+      return fail(exit_bad_usage, rules_err.message());
     std::printf("%.*s: configuration OK\n", static_cast<int>(name().size()), name().data());
     return 0;
   }
@@ -139,6 +142,18 @@ broker::error tool::check_files() const {
     if (::access(dir.c_str(), W_OK) != 0)
       return unreadable("broker.log-file", dir.string(), "cannot write to the directory");
   }
+  return {};
+}
+
+broker::error tool::check_rules() const {
+  auto path = cfg_.get_string("broker.security.rules-file").value_or("");
+  if (path.empty())
+    return {};
+  auto summary = broker::security::check_rules_file(path);
+  if (!summary)
+    return summary.error_value();
+  for (auto& note : summary->notes)
+    notice(note);
   return {};
 }
 

@@ -16,7 +16,8 @@
 // General flags (not rows of the options table, so no config file can set them):
 //   --version       prints "<name> <version>" and exits 0
 //   --man-page      prints the manual page in roff (man_page.hh) and exits 0
-//   --check-config  loads and validates everything, prints "configuration OK", exits 0
+//   --check-config  loads and validates everything (the rules file too), prints
+//                   "configuration OK", exits 0
 //   --dump-config   prints the effective configuration with each value's source, exits 0
 // Notices about Broker spellings (configuration::notices()) go to stderr at start-up.
 //
@@ -102,6 +103,10 @@ private:
 
   /// Files the configuration names that the tool will need (TLS, log file).
   broker::error check_files() const;
+
+  /// The rules file (broker.security.rules-file), loaded and validated; its notes are
+  /// printed as notices.
+  broker::error check_rules() const;
 
   tool_info info_;
   signal_watch signals_;

@@ -219,7 +219,7 @@ const option_info& configuration::info_at(size_t index) const noexcept {
 error configuration::assign(size_t index, option_value value, value_origin origin) {
   const auto& info = info_at(index);
   if (auto err = internal::check_option_value(info, value))
-    return with_prefix(info.key, err);
+    return with_prefix(info.key, info.secret ? internal::secret_value_error(info) : err);
   values_[index] = std::move(value);
   origins_[index] = std::move(origin);
   return {};
@@ -229,7 +229,8 @@ error configuration::set_from(size_t index, std::string_view value, value_origin
   const auto& info = info_at(index);
   auto parsed = internal::parse_option_value(info, value);
   if (!parsed)
-    return with_prefix(info.key, parsed.error_value());
+    return with_prefix(info.key, info.secret ? internal::secret_value_error(info)
+                                             : parsed.error_value());
   return assign(index, std::move(*parsed), std::move(origin));
 }
 
@@ -552,6 +553,10 @@ error configuration::parse_args(int argc, const char* const* argv,
     if (auto err = copy.set_from(index, *value, {option_source::command_line, std::string{flag}}))
       return err;
     copy.add_notice(std::move(notice));
+    if (info.secret && !value->empty())
+      copy.add_notice(info.key + " is given on the command line, where every local user "
+                                 "can read it (ps, /proc/<pid>/cmdline); put it in the "
+                                 "config file instead");
   }
   if (!positional.empty() && remainder == nullptr)
     return error{ec::invalid_config,

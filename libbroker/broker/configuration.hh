@@ -66,6 +66,9 @@ struct BROKER_API option_info {
   uint64_t min = 0;                 ///< Inclusive bounds of a count.
   uint64_t max = UINT64_MAX;        ///< Inclusive bounds of a count.
   std::vector<std::string> choices; ///< Allowed names of a choice.
+  /// A secret (a passphrase, a token, a key): dump(), error messages and every other
+  /// printer show that it is set, never its value.
+  bool secret = false;
 };
 
 /// A stored value: bool (boolean), uint64_t (count, port), std::string (string, choice) or a
@@ -191,7 +194,10 @@ public:
 
   /// The effective configuration as config-file text: every option as `key = value` with
   /// its source as a comment (`# file node.conf:3:1`, `# environment BROKER_PORT`,
-  /// `# command line --ttl`, `# default`). load_string() reads it back to an equal value.
+  /// `# command line --ttl`, `# default`). A secret option that is set (option_info::secret)
+  /// appears only as a comment, `# broker.ssl.passphrase = <secret, not shown>`, so
+  /// load_string() reads the text back to an equal value except for the secrets, which it
+  /// leaves at their defaults.
   std::string dump() const;
 
   /// The table rendered for --help: grouped by section; flag, type, default, range, variable
@@ -245,11 +251,13 @@ public:
   const std::string& ssl_capath() const;
   /// broker.port: peering port to listen on; 0 means do not listen.
   uint16_t port() const;
-  /// broker.web-socket.address: bind address of the WebSocket server; empty means any.
+  /// broker.web-socket.address: bind address of the WebSocket server (default 127.0.0.1);
+  /// empty means all interfaces.
   const std::string& web_socket_address() const;
   /// broker.web-socket.port: WebSocket port; 0 means no WebSocket server.
   uint16_t web_socket_port() const;
-  /// broker.metrics.address: bind address of the metrics endpoint; empty means any.
+  /// broker.metrics.address: bind address of the metrics endpoint (default 127.0.0.1);
+  /// empty means all interfaces.
   const std::string& metrics_address() const;
   /// broker.metrics.port: Prometheus port; 0 means no metrics endpoint.
   uint16_t metrics_port() const;

@@ -49,7 +49,7 @@ std::string markdown_table() {
       out << "`-" << info.short_flag << "` ";
     if (!info.env.empty())
       out << '`' << info.env << '`';
-    out << " | " << info.help << " |\n";
+    out << " | " << info.help << (info.secret ? " (secret: never printed)" : "") << " |\n";
   }
   return out.str();
 }
@@ -76,9 +76,9 @@ TEST_CASE("a default configuration holds the design's defaults", "[config]") {
   CHECK(cfg.ssl_cafile().empty());
   CHECK(cfg.ssl_capath().empty());
   CHECK(cfg.port() == 0);
-  CHECK(cfg.web_socket_address().empty());
+  CHECK(cfg.web_socket_address() == "127.0.0.1");
   CHECK(cfg.web_socket_port() == 0);
-  CHECK(cfg.metrics_address().empty());
+  CHECK(cfg.metrics_address() == "127.0.0.1");
   CHECK(cfg.metrics_port() == 0);
   CHECK(cfg.scheduler_max_threads() == 1);
   CHECK(cfg.io_threads() == 1);

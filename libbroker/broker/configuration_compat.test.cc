@@ -185,7 +185,7 @@ TEST_CASE("dump() shows every value with its source and reads back", "[config]")
   configuration cfg;
   REQUIRE_FALSE(cfg.add_option(list_option("topics")));
   auto fresh = cfg;
-  temp_file file{"topics = [\"/a\", 'b \"quoted\"']\nbroker.ssl.passphrase = \"x\\\\y#z\"\n"};
+  temp_file file{"topics = [\"/a\", 'b \"quoted\"']\nbroker.ssl.cafile = \"x\\\\y#z\"\n"};
   args a{{"--config-file", file.path, "--ttl", "3"}};
   REQUIRE_FALSE(cfg.load(a.argc(), a.argv()));
   REQUIRE_FALSE(cfg.load_env(fake_env({{"BROKER_PORT", "9999/tcp"}})));

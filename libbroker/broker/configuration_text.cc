@@ -9,6 +9,7 @@
 
 namespace broker {
 
+using internal::hidden_value;
 using internal::quote_for_message;
 
 namespace {
@@ -51,6 +52,8 @@ std::string render_description(const option_info& info) {
   }
   if (!info.env.empty())
     result += "; env " + info.env;
+  if (info.secret)
+    result += "; secret: never printed";
   result += ")";
   return result;
 }
@@ -173,7 +176,10 @@ std::string configuration::dump() const {
                     "command line.\n";
   auto rows = all_options();
   for (size_t i = 0; i < rows.size(); ++i) {
-    auto line = rows[i]->key + " = " + std::visit(value_text{*rows[i]}, values_[i]);
+    // A secret that is set shows up as a comment: set, but never its value.
+    auto hidden = rows[i]->secret && values_[i] != option_value{std::string{}};
+    auto line = hidden ? "# " + rows[i]->key + " = " + std::string{hidden_value}
+                       : rows[i]->key + " = " + std::visit(value_text{*rows[i]}, values_[i]);
     line.resize(std::max(line.size() + 2, comment_column), ' ');
     const auto& origin = origins_[i];
     line += "# ";

@@ -3,7 +3,9 @@
 #include "broker/internal/endpoint_context.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/config/security_options.hh"
 #include "broker/internal/ops/node_probe.hh"
+#include "broker/internal/security/exposure.hh"
 
 #include "broker/internal/core/local_queue.hh"
 #include "broker/internal/core/local_source.hh"
@@ -24,6 +26,30 @@ error shutting_down() {
 error reserved_topic(const std::string& name) {
   return error{ec::invalid_topic,
                "cannot publish to reserved topic \"" + name + "\" (prefix <$> is internal)"};
+}
+
+/// Logs who can reach a new listener and whether anyone is authenticated
+/// (security/exposure.hh); a warning if other hosts can reach it and nobody is.
+void log_exposure(const internal::io_runtime& io, internal::security::service what,
+                  const std::string& address, uint16_t port) {
+  using internal::security::transport;
+  auto how = transport::plain;
+  if (what != internal::security::service::metrics) {
+    switch (io.mode()) {
+      case internal::tls_mode::plain:
+        break;
+      case internal::tls_mode::anonymous:
+        how = transport::anonymous_tls;
+        break;
+      case internal::tls_mode::verified:
+        how = transport::mutual_tls;
+        break;
+    }
+  }
+  auto level = internal::security::is_exposed(address, how) ? internal::log_level::warning
+                                                             : internal::log_level::info;
+  io.get_logger().write(level, "security",
+                        internal::security::exposure_line(what, address, port, how));
 }
 
 /// Creates and registers the source of a publisher or hub (its statistics go to the core).
@@ -70,6 +96,11 @@ endpoint::endpoint(configuration cfg) {
   auto lg = std::make_shared<internal::logger>(
     ops.level, ops.format, ops.endpoint_name.empty() ? to_string(id) : ops.endpoint_name);
   internal::apply_log_file(*lg, conf, id); // An error is logged; the endpoint runs on.
+  // Access control first: an invalid rules file must stop the node before it serves.
+  auto sec = std::make_shared<internal::security::runtime>(internal::read_rules_file(conf), lg);
+  if (auto err = sec->load()) // A missing file is the operator's configuration too.
+    startup_error_ = error{ec::invalid_config, err.message()};
+  ctx_->set_security(sec);
   internal::router_options opts;
   opts.id = id;
   opts.topic_cache_size = conf.topic_cache_size();
@@ -97,7 +128,10 @@ endpoint::endpoint(configuration cfg) {
   ctx_->start(std::move(rt));
   ctx_->start_io(std::move(io));
   ctx_->start_network(std::move(net));
-  // Servers the configuration asks for start with the endpoint, as in Broker.
+  // Servers the configuration asks for start with the endpoint, as in Broker (not
+  // without the rules the configuration asks for).
+  if (startup_error_)
+    return;
   if (auto p = conf.web_socket_port(); p != 0)
     if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
       startup_error_ = res.error_value();
@@ -145,6 +179,9 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   io->get_logger().write(internal::log_level::info, web_socket ? "web-socket" : "metrics",
                          "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
                   + std::to_string(bound));
+  log_exposure(*io, web_socket ? internal::security::service::web_socket
+                               : internal::security::service::metrics,
+               address, bound);
   ctx.add_server(std::move(*srv));
   return bound;
 }
@@ -249,9 +286,13 @@ endpoint_metrics endpoint::metrics() const {
 }
 
 expected<uint16_t> endpoint::listen(const std::string& address, uint16_t port) {
-  if (auto net = ctx_->network())
-    return net->listen(address, port);
-  return shutting_down();
+  auto net = ctx_->network();
+  if (!net)
+    return shutting_down();
+  auto result = net->listen(address, port);
+  if (auto io = ctx_->io(); result && io)
+    log_exposure(*io, internal::security::service::peering, address, *result);
+  return result;
 }
 
 bool endpoint::peer(const std::string& host, uint16_t port, timespan retry) {
@@ -292,6 +333,35 @@ filter_type endpoint::peer_subscriptions() const {
         result.insert(result.end(), f.begin(), f.end());
   minimize(result);
   return result;
+}
+
+error endpoint::reload_security() {
+  auto sec = ctx_->security();
+  if (!sec)
+    return shutting_down();
+  return sec->reload();
+}
+
+void endpoint::log(log_severity level, std::string_view component,
+                   std::string_view message) const {
+  auto internal_level = internal::log_level::info;
+  switch (level) {
+    case log_severity::error:
+      internal_level = internal::log_level::error;
+      break;
+    case log_severity::warning:
+      internal_level = internal::log_level::warning;
+      break;
+    case log_severity::info:
+      break;
+    case log_severity::debug:
+      internal_level = internal::log_level::debug;
+      break;
+  }
+  if (auto io = ctx_->io())
+    io->get_logger().write(internal_level, component, message);
+  else
+    internal::default_logger().write(internal_level, component, message);
 }
 
 void endpoint::shutdown() {

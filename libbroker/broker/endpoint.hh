@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace broker {
@@ -135,15 +136,21 @@ public:
   // -- WebSocket JSON API and metrics ---------------------------------------------------
 
   /// Serves Broker's WebSocket JSON API v1 on ws://`address`:`port`/v1/messages/json
-  /// (port 0: ephemeral). Returns the bound port. The endpoint starts this by itself when
-  /// broker.web-socket.port (or BROKER_WEB_SOCKET_PORT) is set.
-  expected<uint16_t> web_socket_listen(const std::string& address = "", uint16_t port = 0);
+  /// (port 0: ephemeral; address "" or "0.0.0.0": all IPv4 interfaces). Returns the bound
+  /// port. The endpoint starts this by itself when broker.web-socket.port (or
+  /// BROKER_WEB_SOCKET_PORT) is set, on broker.web-socket.address (default 127.0.0.1).
+  expected<uint16_t> web_socket_listen(const std::string& address = "127.0.0.1",
+                                       uint16_t port = 0);
 
-  /// Serves the metrics in Prometheus text format on http://`address`:`port`/metrics.
-  /// Started by itself when broker.metrics.port (or BROKER_METRICS_PORT) is set.
-  expected<uint16_t> metrics_listen(const std::string& address = "", uint16_t port = 0);
+  /// Serves the metrics in Prometheus text format on http://`address`:`port`/metrics (and
+  /// /v1/status and the web view). Started by itself when broker.metrics.port (or
+  /// BROKER_METRICS_PORT) is set, on broker.metrics.address (default 127.0.0.1).
+  expected<uint16_t> metrics_listen(const std::string& address = "127.0.0.1",
+                                    uint16_t port = 0);
 
-  /// A problem starting a server the configuration asked for (none if all went well).
+  /// A problem starting what the configuration asked for (none if all went well): a
+  /// server, or the rules of broker.security.rules-file (then no server starts, and every
+  /// check of the rules refuses until reload_security() succeeds).
   const error& startup_error() const noexcept;
 
   // -- data stores (doc/stores.md) ------------------------------------------------------
@@ -173,6 +180,25 @@ public:
   void shutdown();
 
   bool is_shut_down() const noexcept;
+
+  // -- access control -------------------------------------------------------------------
+
+  /// Reads broker.security.rules-file again and replaces the rules as a whole
+  /// (doc/security.md, "Reload"): connections stay up and get the new rules at their next
+  /// check. Without a rules file nothing happens. On error (the file's, naming
+  /// file:line:column) the previous rules stay in force; the error is also logged.
+  error reload_security();
+
+  // -- logging --------------------------------------------------------------------------
+
+  /// Severity of a line a program writes to the endpoint's log.
+  enum class log_severity : uint8_t { error, warning, info, debug };
+
+  /// Writes one line to the endpoint's log, with its level, format and file
+  /// (broker.log-level, broker.log-format, broker.log-file), so that a program's own
+  /// events (broker-node's "stop" handling) sit beside the library's. After shutdown() the
+  /// line goes to stderr. Thread-safe.
+  void log(log_severity level, std::string_view component, std::string_view message) const;
 
 private:
   std::shared_ptr<internal::endpoint_context> ctx_;

@@ -206,8 +206,8 @@ def test_t5(binary):
         listener.listen(1)
         listener.settimeout(bp.DEFAULT_TIMEOUT)
         port = listener.getsockname()[1]
-        node = cleanup.add(Node(binary, ["-t", "/test2", "-v", "--no-listen", "--peers",
-                                         peer_uri(port), "--peer-retry", "0"],
+        node = cleanup.add(Node(binary, ["-t", "/test2", "-v", "--exit-on-stop", "--no-listen",
+                                         "--peers", peer_uri(port), "--peer-retry", "0"],
                                 "B2", listen=False))
         sock, _ = listener.accept()
         conn = cleanup.add(bp.Connection(sock))

@@ -47,8 +47,10 @@ def expect_exactly(node, topic, values):
 def test_two_nodes(binary):
     """two nodes: data a raw peer publishes at A reaches B once and in order; stop ends both"""
     with Cleanup() as cleanup:
-        a = cleanup.add(Node(binary, ["-t", "/t", "-v"], "A"))
-        b = cleanup.add(Node(binary, ["-t", "/t", "-v", "--peers", peer_uri(a.port)], "B"))
+        # Only --exit-on-stop makes "stop" end a node (tests/node/remote_stop.py).
+        a = cleanup.add(Node(binary, ["-t", "/t", "-v", "--exit-on-stop"], "A"))
+        b = cleanup.add(Node(binary, ["-t", "/t", "-v", "--exit-on-stop", "--peers",
+                                      peer_uri(a.port)], "B"))
         b.wait_for(is_status("peer_added"), what="B's peer_added")
         publisher = dial_publisher(cleanup, a)
         publisher.publish_many("/t/x", [encode_count(i) for i in range(MESSAGES)])

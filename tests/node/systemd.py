@@ -51,11 +51,11 @@ def read_unit(path):
 
 def test_settings(unit):
     s = read_unit(unit)
-    want = {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure",
+    want = {"Type": "notify", "NotifyAccess": "main", "Restart": "always",
             "RestartPreventExitStatus": "1", "User": "broker", "Group": "broker",
             "StateDirectory": "broker", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
             "ProtectHome": "yes", "PrivateTmp": "yes", "CapabilityBoundingSet": "",
-            "WantedBy": "multi-user.target"}
+            "WantedBy": "multi-user.target", "ExecReload": "/bin/kill -HUP $MAINPID"}
     for key, value in want.items():
         check(s.get(key) == [value], "%s=%s, got %s" % (key, value, s.get(key)))
     exec_start = shlex.split(s["ExecStart"][0])
@@ -149,6 +149,10 @@ def test_exec_start(exec_start, binary, default_config, tmp):
         check("STATUS=listening on %d, 0 peers to dial" % port in lines, "status: %s" % lines)
         peer = bp.RawPeer.dial("127.0.0.1", port, bp.random_id(), ["/t"])
         check(peer.ping(b"service") is not None, "the service serves peers")
+        # ExecReload's SIGHUP reloads the (absent) rules; the node and its peering stay.
+        proc.send_signal(signal.SIGHUP)
+        check(peer.ping(b"after reload") is not None, "the peering survives a reload")
+        check(proc.poll() is None, "the node runs on after SIGHUP")
         peer.close()
         proc.send_signal(signal.SIGTERM)
         manager.expect("STOPPING=1")
@@ -158,7 +162,8 @@ def test_exec_start(exec_start, binary, default_config, tmp):
             proc.kill()
         out, err = proc.communicate(timeout=EXIT_TIMEOUT)
         manager.close()
-    print("ok   ExecStart under a notify harness: READY=1, a peering, STOPPING=1, exit 0",
+    print("ok   ExecStart under a notify harness: READY=1, a peering, a reload, STOPPING=1, "
+          "exit 0",
           flush=True)
 
 

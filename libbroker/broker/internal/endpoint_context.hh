@@ -13,6 +13,7 @@
 #include "broker/internal/web/server.hh"
 #include "broker/internal/ops/snapshot.hh"
 #include "broker/internal/peering/peer_manager.hh"
+#include "broker/internal/security/runtime.hh"
 #include "broker/internal/store/store_actor.hh"
 
 #include <algorithm>
@@ -41,6 +42,18 @@ public:
   void set_probe(std::shared_ptr<const node_probe> x) {
     std::lock_guard<std::mutex> guard{mtx_};
     probe_ = std::move(x);
+  }
+
+  /// Access control (security/runtime.hh): the rules, their reload, the audit counters;
+  /// set once at start.
+  std::shared_ptr<security::runtime> security() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return security_;
+  }
+
+  void set_security(std::shared_ptr<security::runtime> x) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    security_ = std::move(x);
   }
 
   /// A fresh id for a handler or source (0 is the core itself).
@@ -159,6 +172,7 @@ private:
   std::vector<std::shared_ptr<http_server>> servers_;
   std::vector<std::shared_ptr<store_frontend>> stores_;
   std::shared_ptr<const node_probe> probe_;
+  std::shared_ptr<security::runtime> security_;
 };
 
 } // namespace broker::internal

@@ -7,6 +7,7 @@
 
 #include "broker/internal/config/config_file.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/config/security_options.hh"
 
 namespace broker::internal {
 
@@ -28,6 +29,7 @@ constexpr uint64_t max_message_size = uint64_t{1} << 31; // Broker's frame limit
 constexpr uint64_t max_subscriptions = 10'000'000;
 constexpr uint64_t default_message_size = uint64_t{16} << 20; // doc/protocol/websocket.md §3.
 constexpr uint64_t max_timeout_ms = 3'600'000;
+constexpr const char* loopback_address = "127.0.0.1";
 
 // -- row builders -----------------------------------------------------------------------------
 
@@ -57,6 +59,21 @@ option_info string_option(std::string key, std::string help) {
   result.key = std::move(key);
   result.type = option_type::string;
   result.help = std::move(help);
+  return result;
+}
+
+// A string whose value no printer shows (option_info::secret).
+// A bind address that defaults to the loopback interface: servers without authentication
+// are reachable from this host only until the operator names an interface.
+option_info local_address_option(std::string key, std::string help) {
+  auto result = string_option(std::move(key), std::move(help));
+  result.default_value = loopback_address;
+  return result;
+}
+
+option_info secret_option(std::string key, std::string help) {
+  auto result = string_option(std::move(key), std::move(help));
+  result.secret = true;
   return result;
 }
 
@@ -288,19 +305,21 @@ std::vector<option_info> make_options_table() {
       string_option("broker.ssl.certificate", "path of this node's PEM certificate"));
   add(bo::ssl_key, string_option("broker.ssl.key", "path of the certificate's private key"));
   add(bo::ssl_passphrase,
-      string_option("broker.ssl.passphrase", "passphrase that decrypts the private key"));
+      secret_option("broker.ssl.passphrase", "passphrase that decrypts the private key"));
   add(bo::ssl_cafile,
       string_option("broker.ssl.cafile", "file of concatenated PEM certificates of trusted CAs"));
   add(bo::ssl_capath,
       string_option("broker.ssl.capath", "OpenSSL-style directory of trusted CA certificates"));
   add(bo::web_socket_address,
-      string_option("broker.web-socket.address",
-                    "address the WebSocket server binds to; empty: all interfaces"));
+      local_address_option("broker.web-socket.address",
+                           "address the WebSocket server binds to; 0.0.0.0 or :: (or empty): "
+                           "all interfaces"));
   add(bo::web_socket_port, port_option("broker.web-socket.port", "BROKER_WEB_SOCKET_PORT", 0,
                                        "TCP port of the WebSocket server; 0: off"));
   add(bo::metrics_address,
-      string_option("broker.metrics.address",
-                    "address the Prometheus endpoint binds to; empty: all interfaces"));
+      local_address_option("broker.metrics.address",
+                           "address the metrics server (/metrics, /v1/status, the web view) "
+                           "binds to; 0.0.0.0 or :: (or empty): all interfaces"));
   add(bo::metrics_port, port_option("broker.metrics.port", "BROKER_METRICS_PORT", 0,
                                     "TCP port of the Prometheus /metrics endpoint; 0: off"));
   add(bo::scheduler_max_threads,
@@ -354,9 +373,16 @@ std::vector<option_info> make_options_table() {
                    "bytes of control frames (pongs, error frames) waiting for one connection "
                    "that does not read; more end it with an error"));
   assert(table.size() == static_cast<size_t>(bo::num_options));
-  // Rows read by key, not by builtin_option (operations_options.hh).
+  // Rows read by key, not by builtin_option (operations_options.hh, security_options.hh).
   append_operations_options(table);
+  append_security_options(table);
   return table;
+}
+
+error secret_value_error(const option_info& info) {
+  return error{ec::invalid_config, "expected a " + std::string{to_string(info.type)}
+                                     + ", got an invalid value (not shown: the option is "
+                                       "secret)"};
 }
 
 expected<option_value> parse_option_value(const option_info& info, std::string_view text) {

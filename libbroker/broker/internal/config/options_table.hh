@@ -64,6 +64,14 @@ enum class builtin_option : size_t {
   num_options,
 };
 
+/// What every printer (dump(), error messages) shows instead of the value of a secret
+/// option (option_info::secret).
+inline constexpr std::string_view hidden_value = "<secret, not shown>";
+
+/// The error for a value of a secret option that does not parse: it says what is wrong
+/// with `err`'s kind of value but never quotes the value.
+error secret_value_error(const option_info& info);
+
 /// Builds the library's table; configuration::options() calls it once.
 std::vector<option_info> make_options_table();
 
