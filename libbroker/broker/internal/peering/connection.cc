@@ -9,6 +9,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
@@ -25,6 +27,12 @@ constexpr auto bye_timeout = std::chrono::seconds{3};
 /// How long a new peering waits for the answer to its origin-v1 probe (wire.hh) before it
 /// takes the peer for one that does not speak it. Broker answers at once.
 constexpr auto ext_probe_timeout = std::chrono::seconds{2};
+
+/// The probe goes out after the peer's first phase-3 frame, or after a quiet spell as long
+/// as the handshake took, within these bounds: a Broker peer that pings right after the
+/// handshake gets its pong first, as from Broker (doc/protocol/peering.md §7).
+constexpr auto probe_quiet_min = std::chrono::milliseconds{50};
+constexpr auto probe_quiet_max = std::chrono::seconds{1};
 
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
@@ -127,6 +135,7 @@ void connection::do_start() {
     own_filter = mgr_->filter;
   }
   sent_filter_ = own_filter;
+  hs_started_ = std::chrono::steady_clock::now();
   hs_ = std::make_unique<handshake>(
     mgr_->own, std::move(own_filter), role_,
     [this](const endpoint_id& remote, bool originator) {
@@ -186,9 +195,10 @@ void connection::handle_frames() {
       fail("framing error: " + res.err.message(), false);
       return;
     }
-    if (attached_)
+    if (attached_) {
       handle_node_frame(res.payload);
-    else if (!handle_handshake_frame(res.payload))
+      send_probe(); // After what the peer's first frame asked for (e.g. its pong).
+    } else if (!handle_handshake_frame(res.payload))
       return;
     if (closed_)
       return;
@@ -236,13 +246,19 @@ bool connection::handle_handshake_frame(std::string_view payload) {
         return false;
       }
       attached_ = true;
-      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
+      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh), but not
+      // before the peer had its say: after its first frame, or a quiet spell.
       probing_ = true;
-      wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
-      probe_timer_.expires_after(ext_probe_timeout);
+      {
+        auto took = std::chrono::steady_clock::now() - hs_started_;
+        probe_timer_.expires_after(std::clamp<std::chrono::steady_clock::duration>(
+          took, probe_quiet_min, probe_quiet_max));
+      }
       probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec)
-          self->learn_extension(false, "no answer to the probe");
+        if (ec || self->closed_)
+          return;
+        self->send_probe();
+        self->write_more();
       });
       return true;
   }
@@ -385,6 +401,18 @@ void connection::exceeded(std::string_view option, size_t limit, const std::stri
   // The error travels the one road too, right before the end of the peering.
   input_.add_event(source_event::make_error(error{ec::limit_exceeded, text}));
   finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
+}
+
+void connection::send_probe() {
+  if (!probing_ || probe_sent_ || closed_)
+    return;
+  probe_sent_ = true;
+  wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+  probe_timer_.expires_after(ext_probe_timeout);
+  probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec)
+      self->learn_extension(false, "no answer to the probe");
+  });
 }
 
 void connection::learn_extension(bool supported, std::string_view how) {

@@ -22,8 +22,10 @@
 //
 // Extension "origin-v1" (ours, never sent to Broker; §7): loop-free multi-hop between our
 // nodes.
-//   - Negotiation, after the handshake, invisible to Broker: both sides of a peering send a
-//     ping with the payload `ext_probe_query` as their first phase-3 frame. Our nodes
+//   - Negotiation, after the handshake, invisible to Broker: each side of a peering sends a
+//     ping with the payload `ext_probe_query`, once it has answered the peer's first
+//     phase-3 frame or after a short quiet spell (a Broker peer that pings first gets its
+//     pong first), unless the peer's own probe came first. Our nodes
 //     answer that ping with a pong carrying `ext_probe_answer`; Broker answers every ping
 //     with a pong echoing its payload byte for byte (§5.5). So a side learns that its
 //     peer speaks origin-v1 from the peer's own probe or from the changed answer, and that
