@@ -185,14 +185,30 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   return result;
 }
 
+/// Why dialing `peer` failed: the error event the endpoint emitted for it.
+broker::error dial_error(broker::endpoint& ep, broker::status_subscriber& events,
+                         const broker_tools::peer_address& peer) {
+  auto where = peer.host + ":" + std::to_string(peer.port);
+  // The event was posted to the core before peer() returned; a synchronous call into the
+  // core runs after the core routed it to our subscriber.
+  ep.metrics();
+  for (auto& event : events.poll())
+    if (auto* err = std::get_if<broker::error>(&event);
+        err != nullptr && err->message().find(where) != std::string::npos)
+      return *err;
+  return broker::error{broker::ec::peer_unavailable,
+                       "cannot peer with " + where + " (no reason reported)"};
+}
+
 /// Dials every --peer. Without --peer-retry each dial is tried once; with it, the dials run
 /// in the background and this waits for them, at most --ready-timeout (0: not at all).
 broker::error dial_peers(broker::endpoint& ep, const tool_options& opts) {
   if (opts.peer_retry.count() == 0) {
+    // peer() says only "no"; the reason arrives as an error event.
+    auto events = ep.make_status_subscriber();
     for (auto& peer : opts.peers)
       if (!ep.peer(peer.host, peer.port, std::chrono::seconds{0}))
-        return broker::error{broker::ec::peer_unavailable,
-                             "cannot peer with " + peer.host + ":" + std::to_string(peer.port)};
+        return dial_error(ep, events, peer);
     return {};
   }
   for (auto& peer : opts.peers)

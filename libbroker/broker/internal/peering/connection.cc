@@ -1,6 +1,7 @@
 #include "broker/internal/peering/connection.hh"
 
 #include "broker/internal/codec/bin.hh"
+#include "broker/internal/codec/hex.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
@@ -8,6 +9,9 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 
@@ -41,6 +45,60 @@ constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
   return host + ":" + std::to_string(port);
+}
+
+/// What a framing error during the handshake says about the peer: TLS against plain TCP,
+/// or HTTP on the peering port, is recognised from the stream's first bytes.
+std::string framing_failure(const wire::frame_reader& reader, const error& err, bool tls) {
+  auto text = "framing error: " + err.message();
+  if (!reader.at_start())
+    return text;
+  auto bytes = reader.unread();
+  switch (wire::recognize_foreign(bytes)) {
+    case wire::foreign_protocol::tls:
+      if (tls)
+        break;
+      return "the peer speaks TLS, but this node has broker.disable-ssl=true (both sides "
+             "must agree: set broker.disable-ssl the same on both)";
+    case wire::foreign_protocol::http_response:
+      return "the peer answered in HTTP (\"" + wire::first_line(bytes)
+             + "\"): that is an HTTP port (WebSocket or metrics?), not a peering port";
+    case wire::foreign_protocol::http_request:
+      return "an HTTP client connected to the peering port (\"" + wire::first_line(bytes)
+             + "\"); WebSocket clients belong on broker.web-socket.port";
+    case wire::foreign_protocol::unknown:
+      break;
+  }
+  text += " (not Broker's peering protocol; its first bytes:";
+  for (size_t i = 0; i < bytes.size() && i < 8; ++i) {
+    auto c = static_cast<unsigned char>(bytes[i]);
+    text += ' ';
+    text += hex_digits[c >> 4];
+    text += hex_digits[c & 0x0f];
+  }
+  return text + ")";
+}
+
+/// What a failed TLS handshake says about the peer (OpenSSL's reason, explained where it
+/// means that only one side speaks TLS).
+std::string tls_failure(const boost::system::error_code& ec, bool dialer) {
+  if (ec.category() == asio::error::get_ssl_category()) {
+    switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+      case SSL_R_WRONG_VERSION_NUMBER:
+      case SSL_R_UNKNOWN_PROTOCOL:
+        return std::string{"the peer does not speak TLS"}
+               + (dialer ? " (a plain peer, or no peering port)" : "")
+               + ", but this node has broker.disable-ssl=false (both sides must agree: "
+                 "set broker.disable-ssl the same on both)";
+      case SSL_R_HTTP_REQUEST:
+      case SSL_R_HTTPS_PROXY_REQUEST:
+        return "an HTTP client connected to the peering port; WebSocket clients belong on "
+               "broker.web-socket.port";
+      default:
+        break;
+    }
+  }
+  return "TLS handshake failed: " + ec.message();
 }
 
 asio::ssl::context* tls_of(peer_manager_impl* mgr) {
@@ -78,11 +136,11 @@ void connection::start() {
         self->fail("TLS handshake timed out", false);
     });
     bool client = self->role_ == handshake::role::dialer;
-    self->conn_.async_handshake(client, [self](boost::system::error_code ec) {
+    self->conn_.async_handshake(client, [self, client](boost::system::error_code ec) {
       if (self->closed_)
         return;
       if (ec) {
-        self->fail("TLS handshake failed: " + ec.message(), true);
+        self->fail(tls_failure(ec, client), true);
         return;
       }
       self->tls_ready_ = true;
@@ -174,7 +232,7 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
     if (closing_)
       finish_close(peer_end::removed, close_reason_);
     else
-      fail(ec == asio::error::eof ? "connection closed by peer" : ec.message(), false);
+      fail(ec == asio::error::eof ? closed_text() : ec.message(), false);
     return;
   }
   reader_.feed(std::string_view{rbuf_.data(), n});
@@ -186,13 +244,23 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
   read_more();
 }
 
+std::string connection::closed_text() const {
+  // A plain acceptor sends its probe at once; one that closes without a byte is most
+  // likely a TLS server that could not read our hello.
+  if (!attached_ && role_ == handshake::role::dialer && !conn_.secure()
+      && reader_.at_start() && reader_.buffered() == 0)
+    return "connection closed by peer before it sent a byte: does it expect TLS? This node "
+           "has broker.disable-ssl=true (both sides must agree)";
+  return "connection closed by peer";
+}
+
 void connection::handle_frames() {
   for (;;) {
     auto res = reader_.next();
     if (res.kind == wire::frame_reader::status::need_more)
       return;
     if (res.kind == wire::frame_reader::status::failed) {
-      fail("framing error: " + res.err.message(), false);
+      fail(framing_failure(reader_, res.err, conn_.secure()), false);
       return;
     }
     if (attached_) {
@@ -618,7 +686,9 @@ void connection::fail(const std::string& reason, bool handshake_error) {
                         "peering with " + endpoint_text(address_, port_)
                           + " failed: " + reason};
     if (!redundant_) {
-      log(log_level::warning, component, last_error_.message());
+      // The log is the manager's: it summarizes repeated failures (failure_log.hh).
+      if (!outgoing_)
+        mgr_->inbound_failed(address_, "inbound peering from " + address_ + " failed: " + reason);
       // Applications learn about failed attempts through error events.
       auto err = last_error_;
       mgr_->rt->post([err](core_state& st) { st.emit_error(err); });

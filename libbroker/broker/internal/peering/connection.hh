@@ -119,6 +119,7 @@ private:
 
   // -- reading
   void read_more();
+  std::string closed_text() const;
   void on_read(const boost::system::error_code& ec, size_t n);
   void handle_frames();
   bool handle_handshake_frame(std::string_view payload);
