@@ -2,6 +2,8 @@
 
 #include "modes.hh"
 
+#include "address.hh"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -113,6 +115,16 @@ std::string text(const json& x) {
   return x.dump();
 }
 
+/// The ADDRESS column: address and port as every tool prints them (tools/address.hh).
+std::string address_cell(const json& x) {
+  const auto& host = x["address"];
+  const auto& port = x["port"];
+  if (!host.is_string() || !port.is_number_unsigned() || port.get<uint64_t>() > 65535)
+    return text(host) + ":" + text(port);
+  return broker_tools::format_address(host.get<std::string>(),
+                                      static_cast<uint16_t>(port.get<uint64_t>()));
+}
+
 std::string join(const json& xs) {
   if (!xs.is_array())
     return "-";
@@ -179,12 +191,12 @@ void print_tables(const json& st) {
               text(t["suspended_sources"]).c_str());
   std::vector<std::vector<std::string>> rows;
   for (auto& p : st["peers"]["items"])
-    rows.push_back({text(p["id"]), text(p["address"]) + ":" + text(p["port"]),
+    rows.push_back({text(p["id"]), address_cell(p),
                     text(p["direction"]), text(p["tls"]), text(p["state"]), queue(p["queue"]),
                     text(p["messages_in"]), text(p["messages_out"]), text(p["dropped"]),
                     join(p["subscriptions"])});
   for (auto& d : st["peers"]["dials"])
-    rows.push_back({text(d.value("id", json{})), text(d["address"]) + ":" + text(d["port"]),
+    rows.push_back({text(d.value("id", json{})), address_cell(d),
                     text(d["direction"]), "-", text(d["state"]), "-", "-", "-", "-", "-"});
   table("peers", {"ID", "ADDRESS", "DIR", "TLS", "STATE", "QUEUE", "IN", "OUT", "DROPPED",
                   "SUBSCRIPTIONS"},
@@ -193,7 +205,7 @@ void print_tables(const json& st) {
   for (auto& c : st["clients"]["items"]) {
     if (rows.size() == max_rows)
       break;
-    rows.push_back({text(c["id"]), text(c["address"]) + ":" + text(c["port"]), text(c["tls"]),
+    rows.push_back({text(c["id"]), address_cell(c), text(c["tls"]),
                     queue(c["queue"]), text(c["messages_in"]), text(c["messages_out"]),
                     text(c["dropped"]), join(c.value("subscriptions", json{}))});
   }

@@ -142,6 +142,13 @@ broker::error tool::check_files() const {
   return {};
 }
 
+std::string listen_failure(const broker::error& err, std::string_view set_by) {
+  auto text = err.message();
+  if (err == broker::ec::cannot_open_resource)
+    text += "; set by " + std::string{set_by};
+  return text;
+}
+
 int tool::fail(int code, const std::string& what) const {
   std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(name().size()), name().data(),
                what.c_str());

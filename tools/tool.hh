@@ -52,6 +52,12 @@ struct tool_info {
 /// Adds a tool's rows (and aliases) to the options table (option_rows.hh).
 using option_adder = broker::error (*)(broker::configuration&);
 
+/// The message of a failed listen (`err` from endpoint::listen), naming where the address
+/// came from when it was the address itself that failed ("in use", "cannot assign"):
+/// "cannot listen for peerings on *:9999: Address already in use; set by -p/--broker.port
+/// (env BROKER_PORT)".
+std::string listen_failure(const broker::error& err, std::string_view set_by);
+
 /// See the file comment.
 class tool {
 public:

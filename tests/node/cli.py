@@ -61,12 +61,25 @@ def test_port_in_use(binary):
         taken.bind(("0.0.0.0", 0))
         taken.listen(1)
         port = str(taken.getsockname()[1])
-        for args in (["-p", port], ["--broker.web-socket.port=" + port],
-                     ["--broker.metrics.port=" + port]):
-            code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
+        # Each names the server, the address in the one printed form (*:port: all
+        # interfaces), and the option and environment variable that set it.
+        cases = [
+            (["-p", port], {}, ["for peerings on *:" + port, "broker.port", "BROKER_PORT"]),
+            ([], {"BROKER_WEB_SOCKET_PORT": port},
+             ["for WebSocket clients on *:" + port, "broker.web-socket.port",
+              "BROKER_WEB_SOCKET_PORT"]),
+            (["--broker.metrics.port=" + port], {},
+             ["for metrics on *:" + port, "broker.metrics.port", "BROKER_METRICS_PORT"]),
+        ]
+        for args, env, names in cases:
+            code, _, err = run_once(binary, args + ["--broker.disable-ssl"], env=env)
             check(code == EXIT_RUNTIME_FAILURE,
                   "%s: exit 2 for a port in use, got %d: %s" % (args, code, err))
             check("in use" in err, "%s: the error says why: %s" % (args, err))
+            for name in names:
+                check(name in err, "%s %s: the error names %s: %s" % (args, env, name, err))
+            check('"":' not in err and " :" + port not in err,
+                  "one form for all interfaces: %s" % err)
 
 
 def test_signals(binary):

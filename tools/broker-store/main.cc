@@ -311,13 +311,14 @@ int run(broker_tools::tool& t, const tool_options& opts) {
   auto timeout = std::chrono::milliseconds{t.config().store_request_timeout()};
   broker::endpoint ep{t.config()};
   if (const auto& err = ep.startup_error())
-    return t.fail(exit_no_store, "cannot start: " + to_string(err));
+    return t.fail(exit_no_store, "cannot start: " + err.message());
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
     if (!port)
-      return t.fail(exit_no_store, "cannot listen on \"" + opts.listen_address + "\":"
-                                   + std::to_string(opts.port) + ": "
-                                   + to_string(port.error_value()));
+      return t.fail(exit_no_store,
+                    broker_tools::listen_failure(port.error_value(),
+                                                 "-p/--broker.port (env BROKER_PORT), "
+                                                 "--listen-address"));
     std::printf("{\"listening\":%u}\n", static_cast<unsigned>(*port));
     std::fflush(stdout);
   }

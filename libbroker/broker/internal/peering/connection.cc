@@ -2,6 +2,7 @@
 
 #include "broker/internal/codec/bin.hh"
 #include "broker/internal/codec/hex.hh"
+#include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
@@ -44,7 +45,7 @@ constexpr auto linger_timeout = std::chrono::seconds{1};
 constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
-  return host + ":" + std::to_string(port);
+  return address_text(host, port);
 }
 
 /// What a framing error during the handshake says about the peer: TLS against plain TCP,

@@ -1,5 +1,6 @@
 #include "broker/internal/peering/peer_manager.hh"
 
+#include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/core/send_queue.hh"
@@ -34,7 +35,7 @@ constexpr std::string_view component = "peering";
 constexpr size_t max_inbound_failure_logs = 1024;
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
-  return host + ":" + std::to_string(port);
+  return address_text(host, port);
 }
 
 /// "1 s", "500 ms": how often a dial is retried.
@@ -399,7 +400,8 @@ expected<uint16_t> peer_manager::listen(const std::string& address, uint16_t por
     acc->listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return error{ec::cannot_open_resource,
-                 "cannot listen on " + endpoint_text(address, port) + ": " + ec.message()};
+                 "cannot listen for peerings on " + endpoint_text(address, port) + ": "
+                   + ec.message()};
   auto bound = acc->local_endpoint().port();
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
