@@ -92,6 +92,10 @@ public:
   broker::configuration& config() noexcept { return cfg_; }
   const broker::configuration& config() const noexcept { return cfg_; }
 
+  /// True with --check-config or --dump-config: the tool only checks or prints its
+  /// configuration, so arguments it needs to run (a STORE, an address) may be left out.
+  bool checking_only() const noexcept { return check_config_ || dump_config_; }
+
   /// The positional arguments (everything that is not an option).
   const std::vector<std::string>& args() const noexcept { return args_; }
 

@@ -150,8 +150,10 @@ broker::error parse_command_line_ops(const std::vector<std::string>& words,
   return flush();
 }
 
+/// `need_store`: false with --check-config and --dump-config, which check what is given.
 broker::expected<tool_options> read_options(const broker::configuration& cfg,
-                                            const std::vector<std::string>& rest) {
+                                            const std::vector<std::string>& rest,
+                                            bool need_store) {
   tool_options result;
   for (auto& text : cfg.get_list("peer").value_or(std::vector<std::string>{})) {
     auto addr = broker_tools::parse_address(text);
@@ -170,6 +172,8 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   result.port = cfg.port();
   result.ready_timeout = std::chrono::seconds{
     cfg.get_count("ready-timeout").value_or(default_ready_timeout_seconds)};
+  if (rest.empty() && !need_store)
+    return result;
   if (rest.empty())
     return broker::error{broker::ec::invalid_config, "missing STORE (see --help)"};
   result.store = rest.front();
@@ -347,7 +351,7 @@ int main(int argc, char** argv) {
   broker_tools::tool t{store_info()};
   if (auto code = t.start(argc, argv, add_tool_options))
     return *code;
-  auto opts = read_options(t.config(), t.args());
+  auto opts = read_options(t.config(), t.args(), !t.checking_only());
   if (auto code = t.validated(opts))
     return *code;
   return run(t, *opts);
