@@ -199,8 +199,10 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   if (auto id = cfg.get_string("endpoint-id").value_or(""); !id.empty())
     return invalid("endpoint-id", "choosing the endpoint id is not supported: every node "
                                   "picks a random version-4 UUID (got " + in_quotes(id) + ")");
-  if (!result.listen && result.peers.empty())
-    return invalid("no-listen", "a node that neither listens nor dials --peers is isolated");
+  // WebSocket clients connect a gateway to the world; a metrics port alone does not.
+  if (!result.listen && result.peers.empty() && cfg.web_socket_port() == 0)
+    return invalid("no-listen", "a node that neither listens, nor dials --peers, nor serves "
+                                "WebSocket clients (broker.web-socket.port) is isolated");
   if (auto err = read_store_options(cfg, result))
     return err;
   return result;
