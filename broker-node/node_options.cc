@@ -125,8 +125,8 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(string_row("listen-address", "",
                             "address the peering port binds to; empty: all interfaces"));
   rows.push_back(flag_row("no-listen",
-                          "accept no peerings (only dial --peers); otherwise -p 0 picks a free "
-                          "port"));
+                          "accept no peerings (only dial --peers, or serve WebSocket "
+                          "clients); otherwise -p 0 picks a free port"));
   rows.push_back(count_row("num-messages", default_num_messages, 1, max_num_messages,
                            "pings sent in ping mode after the rendezvous", 'n'));
   rows.push_back(count_row("payload-size", default_payload_size, 0, max_payload_size,
