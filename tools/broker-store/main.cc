@@ -11,7 +11,8 @@
 //   4. Attach the store: the master (--master) or a clone, which waits for its first
 //      snapshot (--ready-timeout). Exit 2 if any of this fails.
 //   5. Run the command line's operations, or else one per line of stdin until EOF or a
-//      signal; one JSON line each (runner.hh). Exit 3 if any of them failed.
+//      signal; one JSON line each, a write's once the master's verdict is in (runner.hh).
+//      Exit 3 if any of them failed.
 
 #include "ops.hh"
 #include "runner.hh"
@@ -102,6 +103,7 @@ struct tool_options {
   std::string listen_address;
   uint16_t port = 0;
   std::chrono::seconds ready_timeout{default_ready_timeout_seconds};
+  bool fire_and_forget = false;
   std::string store;
   std::vector<operation> ops; ///< From the command line; empty: read stdin.
 };
@@ -122,6 +124,10 @@ broker::error add_tool_options(broker::configuration& cfg) {
                             "address --listen binds to; empty: all interfaces"));
   rows.push_back(count_row("ready-timeout", default_ready_timeout_seconds, 0, max_seconds,
                            "seconds a clone waits for its master's snapshot; 0: do not wait"));
+  rows.push_back(flag_row("fire-and-forget",
+                          "print a clone's write as ok once it is handed on, without waiting "
+                          "for the master's verdict (a rejection then shows only on the "
+                          "master's node)"));
   return add_rows(cfg, std::move(rows));
 }
 
@@ -172,6 +178,7 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   result.port = cfg.port();
   result.ready_timeout = std::chrono::seconds{
     cfg.get_count("ready-timeout").value_or(default_ready_timeout_seconds)};
+  result.fire_and_forget = cfg.get_bool("fire-and-forget").value_or(false);
   if (rest.empty() && !need_store)
     return result;
   if (rest.empty())
@@ -332,7 +339,7 @@ int run(broker_tools::tool& t, const tool_options& opts) {
   if (!st)
     return t.fail(exit_no_store, "cannot attach store \"" + opts.store
                                  + "\": " + to_string(st.error_value()));
-  runner r{ep, *st, timeout, [&signals] { return signals.consume(); }};
+  runner r{ep, *st, timeout, [&signals] { return signals.consume(); }, opts.fire_and_forget};
   bool all_ok = true;
   if (opts.ops.empty())
     all_ok = run_stdin(r, signals);
