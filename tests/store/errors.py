@@ -82,16 +82,24 @@ def test_bad_input(node_bin, tool_bin):
             ("wait-get k 1", "invalid_message"),
             ("put k [1, 2", "invalid_message"),
             ("put k \"open", "invalid_message"),
-            ("put k 10.0.0.1", "invalid_json"),
+            ("put k 1.5.3", "invalid_data"),  # Starts like a number, is none.
+            ("put k {bad}", "invalid_json"),
+
             ("put k 1e400", "invalid_data"),
             ("put k 99999999999999999999", "invalid_data"),
             ("put k 18446744073709551616c", "invalid_data"),
-            ("put k {\"a\": 1}", "invalid_data"),
             ("put k {\"@data-type\": \"count\", \"data\": -1}", "invalid_data"),
             ("put k " + "[" * 100 + "]" * 100, "invalid_data"),
         ])
         m.ok("put k 1")
         check(m.value("get k") == typed("integer", 1), "the session goes on")
+        # The shared literal syntax (doc/literals.md): text forms and plain JSON objects.
+        for word, want in (("10.0.0.1", typed("address", "10.0.0.1")),
+                           ("80/tcp", typed("port", "80/tcp")),
+                           ('{"a": 1}', typed("table", [{"key": typed("string", "a"),
+                                                         "value": typed("integer", 1)}]))):
+            m.ok("put lit " + word)
+            check(m.value("get lit") == want, "%s reads as %s" % (word, want))
         r = m.op("put k " + "x" * 100000)
         check(r.get("ok") is True, "a long value is fine: %s" % str(r)[:100])
 

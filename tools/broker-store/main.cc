@@ -50,9 +50,10 @@ constexpr std::string_view usage =
   "[EXPIRY], insert_into KEY ELEMENT [EXPIRY], insert_into KEY INDEX VALUE [EXPIRY],\n"
   "remove_from KEY ELEMENT [EXPIRY], push KEY VALUE [EXPIRY], pop KEY [EXPIRY],\n"
   "get_index_from_value KEY INDEX, wait-size N TIMEOUT, wait-get KEY VALUE TIMEOUT.\n"
-  "Values are JSON (5 is an integer, 5c a count, 1.5 a real, [1,2] a vector, a typed\n"
-  "{\"@data-type\":...} object anything else); other words are strings. EXPIRY and TIMEOUT\n"
-  "are durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
+  "Values (doc/literals.md): 5 is an integer, 5c a count, 1.5 a real, \"a\" and other\n"
+  "words a string, [1,2] a vector, {\"a\":1} a table, 10.0.0.1 an address, 80/tcp a port,\n"
+  "10s a timespan, a typed {\"@data-type\":...} object anything. EXPIRY and TIMEOUT are\n"
+  "durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
   "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
   "store, 3 an operation failed. See doc/broker-store.md.\n";
 
