@@ -1,18 +1,15 @@
 #include "broker/internal/peering/connection.hh"
 
 #include "broker/internal/codec/bin.hh"
-#include "broker/internal/codec/hex.hh"
 #include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/peering/diagnosis.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 #include <algorithm>
 
@@ -46,60 +43,6 @@ constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
   return address_text(host, port);
-}
-
-/// What a framing error during the handshake says about the peer: TLS against plain TCP,
-/// or HTTP on the peering port, is recognised from the stream's first bytes.
-std::string framing_failure(const wire::frame_reader& reader, const error& err, bool tls) {
-  auto text = "framing error: " + err.message();
-  if (!reader.at_start())
-    return text;
-  auto bytes = reader.unread();
-  switch (wire::recognize_foreign(bytes)) {
-    case wire::foreign_protocol::tls:
-      if (tls)
-        break;
-      return "the peer speaks TLS, but this node has broker.disable-ssl=true (both sides "
-             "must agree: set broker.disable-ssl the same on both)";
-    case wire::foreign_protocol::http_response:
-      return "the peer answered in HTTP (\"" + wire::first_line(bytes)
-             + "\"): that is an HTTP port (WebSocket or metrics?), not a peering port";
-    case wire::foreign_protocol::http_request:
-      return "an HTTP client connected to the peering port (\"" + wire::first_line(bytes)
-             + "\"); WebSocket clients belong on broker.web-socket.port";
-    case wire::foreign_protocol::unknown:
-      break;
-  }
-  text += " (not Broker's peering protocol; its first bytes:";
-  for (size_t i = 0; i < bytes.size() && i < 8; ++i) {
-    auto c = static_cast<unsigned char>(bytes[i]);
-    text += ' ';
-    text += hex_digits[c >> 4];
-    text += hex_digits[c & 0x0f];
-  }
-  return text + ")";
-}
-
-/// What a failed TLS handshake says about the peer (OpenSSL's reason, explained where it
-/// means that only one side speaks TLS).
-std::string tls_failure(const boost::system::error_code& ec, bool dialer) {
-  if (ec.category() == asio::error::get_ssl_category()) {
-    switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
-      case SSL_R_WRONG_VERSION_NUMBER:
-      case SSL_R_UNKNOWN_PROTOCOL:
-        return std::string{"the peer does not speak TLS"}
-               + (dialer ? " (a plain peer, or no peering port)" : "")
-               + ", but this node has broker.disable-ssl=false (both sides must agree: "
-                 "set broker.disable-ssl the same on both)";
-      case SSL_R_HTTP_REQUEST:
-      case SSL_R_HTTPS_PROXY_REQUEST:
-        return "an HTTP client connected to the peering port; WebSocket clients belong on "
-               "broker.web-socket.port";
-      default:
-        break;
-    }
-  }
-  return "TLS handshake failed: " + ec.message();
 }
 
 asio::ssl::context* tls_of(peer_manager_impl* mgr) {
@@ -246,13 +189,9 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
 }
 
 std::string connection::closed_text() const {
-  // A plain acceptor sends its probe at once; one that closes without a byte is most
-  // likely a TLS server that could not read our hello.
-  if (!attached_ && role_ == handshake::role::dialer && !conn_.secure()
-      && reader_.at_start() && reader_.buffered() == 0)
-    return "connection closed by peer before it sent a byte: does it expect TLS? This node "
-           "has broker.disable-ssl=true (both sides must agree)";
-  return "connection closed by peer";
+  bool silent = reader_.at_start() && reader_.buffered() == 0;
+  return closed_failure(!attached_ && role_ == handshake::role::dialer && !conn_.secure()
+                        && silent);
 }
 
 void connection::handle_frames() {
