@@ -350,6 +350,12 @@ int run(broker_tools::tool& t, const tool_options& opts) {
         break;
       all_ok = r.run(op) && all_ok;
     }
+  // The last writes (forwarded ones above all) may still wait in the store's inbox to the
+  // core. Let the store drain, then make one synchronous call into the core, which runs
+  // after the core routed them to the peers; shutdown then sends them before its BYE (as
+  // broker-node does on exit).
+  st->await_idle(timeout);
+  ep.metrics();
   return all_ok ? exit_ok : exit_op_failed;
 }
 
