@@ -127,7 +127,7 @@ int run(broker_tools::tool& t, const node_options& opts) {
   broker::endpoint ep{t.config()};
   // The WebSocket and metrics servers start with the endpoint when their ports are set.
   if (const auto& err = ep.startup_error())
-    return t.fail(failure_code(err), "cannot start: " + to_string(err));
+    return t.fail(failure_code(err), "cannot start: " + err.message());
   node_session session{ep, opts, t.signals()};
   auto hub = ep.make_hub(mode_filter(opts));
   uint16_t listening = 0;
@@ -136,8 +136,9 @@ int run(broker_tools::tool& t, const node_options& opts) {
     // A bad TLS setup or listen address is the operator's configuration, not the runtime.
     if (!port)
       return t.fail(failure_code(port.error_value()),
-                    "cannot listen on \"" + opts.listen_address + "\":"
-                      + std::to_string(opts.port) + ": " + to_string(port.error_value()));
+                    broker_tools::listen_failure(port.error_value(),
+                                                 "-p/--broker.port (env BROKER_PORT), "
+                                                 "--listen-address"));
     print_event("listening", {{"port", *port}}, "listening on " + std::to_string(*port));
     listening = *port;
   }

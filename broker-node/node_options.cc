@@ -129,8 +129,8 @@ error add_node_options(broker::configuration& cfg) {
   rows.push_back(string_row("listen-address", "",
                             "address the peering port binds to; empty: all interfaces"));
   rows.push_back(flag_row("no-listen",
-                          "accept no peerings (only dial --peers); otherwise -p 0 picks a free "
-                          "port"));
+                          "accept no peerings (only dial --peers, or serve WebSocket "
+                          "clients); otherwise -p 0 picks a free port"));
   rows.push_back(count_row("num-messages", default_num_messages, 1, max_num_messages,
                            "pings sent in ping mode after the rendezvous", 'n'));
   rows.push_back(count_row("payload-size", default_payload_size, 0, max_payload_size,
@@ -209,8 +209,10 @@ broker::expected<node_options> read_node_options(const broker::configuration& cf
   if (auto id = cfg.get_string("endpoint-id").value_or(""); !id.empty())
     return invalid("endpoint-id", "choosing the endpoint id is not supported: every node "
                                   "picks a random version-4 UUID (got " + in_quotes(id) + ")");
-  if (!result.listen && result.peers.empty())
-    return invalid("no-listen", "a node that neither listens nor dials --peers is isolated");
+  // WebSocket clients connect a gateway to the world; a metrics port alone does not.
+  if (!result.listen && result.peers.empty() && cfg.web_socket_port() == 0)
+    return invalid("no-listen", "a node that neither listens, nor dials --peers, nor serves "
+                                "WebSocket clients (broker.web-socket.port) is isolated");
   if (auto err = read_store_options(cfg, result))
     return err;
   return result;

@@ -2,6 +2,8 @@
 
 #include "modes.hh"
 
+#include "address.hh"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -113,6 +115,16 @@ std::string text(const json& x) {
   return x.dump();
 }
 
+/// The ADDRESS column: address and port as every tool prints them (tools/address.hh).
+std::string address_cell(const json& x) {
+  const auto& host = x["address"];
+  const auto& port = x["port"];
+  if (!host.is_string() || !port.is_number_unsigned() || port.get<uint64_t>() > 65535)
+    return text(host) + ":" + text(port);
+  return broker_tools::format_address(host.get<std::string>(),
+                                      static_cast<uint16_t>(port.get<uint64_t>()));
+}
+
 std::string join(const json& xs) {
   if (!xs.is_array())
     return "-";
@@ -165,7 +177,7 @@ void table(const std::string& title, const std::vector<std::string>& head,
 std::string where(const json& x) {
   if (x.value("port", json{}).is_null())
     return text(x["address"]);
-  return text(x["address"]) + ":" + text(x["port"]);
+  return address_cell(x);
 }
 
 void print_tables(const json& st) {
@@ -186,11 +198,12 @@ void print_tables(const json& st) {
               text(t["suspended_sources"]).c_str());
   std::vector<std::vector<std::string>> rows;
   for (auto& p : st["peers"]["items"])
-    rows.push_back({text(p["id"]), where(p), text(p["direction"]), text(p["tls"]), text(p["state"]), queue(p["queue"]),
+    rows.push_back({text(p["id"]), where(p),
+                    text(p["direction"]), text(p["tls"]), text(p["state"]), queue(p["queue"]),
                     text(p["messages_in"]), text(p["messages_out"]), text(p["dropped"]),
                     join(p["subscriptions"])});
   for (auto& d : st["peers"]["dials"])
-    rows.push_back({text(d.value("id", json{})), text(d["address"]) + ":" + text(d["port"]),
+    rows.push_back({text(d.value("id", json{})), address_cell(d),
                     text(d["direction"]), "-", text(d["state"]), "-", "-", "-", "-", "-"});
   table("peers", {"ID", "ADDRESS", "DIR", "TLS", "STATE", "QUEUE", "IN", "OUT", "DROPPED",
                   "SUBSCRIPTIONS"},
@@ -202,8 +215,9 @@ void print_tables(const json& st) {
   for (auto& c : st["clients"]["items"]) {
     if (rows.size() == max_rows)
       break;
-    rows.push_back({text(c["id"]), text(c["address"]) + ":" + text(c["port"]),
-                    text(c.value("app", json{})), text(c["tls"]), queue(c["queue"]), text(c["messages_in"]), text(c["messages_out"]),
+    rows.push_back({text(c["id"]), address_cell(c), text(c.value("app", json{})),
+                    text(c["tls"]), queue(c["queue"]), text(c["messages_in"]),
+                    text(c["messages_out"]),
                     text(c["dropped"]), join(c.value("subscriptions", json{}))});
   }
   table("WebSocket clients", {"ID", "ADDRESS", "APP", "TLS", "QUEUE", "IN", "OUT", "DROPPED",

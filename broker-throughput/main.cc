@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   broker_tools::tool t{throughput_info()};
   if (auto code = t.start(argc, argv, add_throughput_options))
     return *code;
-  auto opts = read_throughput_options(t.config(), t.args());
+  auto opts = read_throughput_options(t.config(), t.args(), !t.checking_only());
   if (auto code = t.validated(opts))
     return *code;
   reporter out{*opts};

@@ -70,8 +70,28 @@ error add_throughput_options(broker::configuration& cfg) {
   return broker_tools::add_rows(cfg, std::move(rows));
 }
 
+namespace {
+
+/// What --latency needs from the other options.
+broker::expected<throughput_options> check_latency(const throughput_options& result) {
+  if (result.latency) {
+    if (result.via == transport::web_socket)
+      return invalid("latency", "not available with --web-socket (JSON timestamps have "
+                                "millisecond resolution)");
+    if (result.mode == role::client && result.batch_rate == 0)
+      return invalid("batch-rate", "--latency needs a fixed rate, e.g. -r 1000");
+    if (result.mode == role::client && result.batch_size != 1)
+      return invalid("batch-size", "--latency sends one event per batch, got "
+                                     + std::to_string(result.batch_size));
+  }
+  return result;
+}
+
+} // namespace
+
 broker::expected<throughput_options>
-read_throughput_options(const broker::configuration& cfg, const std::vector<std::string>& rest) {
+read_throughput_options(const broker::configuration& cfg, const std::vector<std::string>& rest,
+                        bool need_address) {
   throughput_options result;
   result.mode = cfg.get_bool("server").value_or(false) ? role::server : role::client;
   result.via = cfg.get_bool("web-socket").value_or(false) ? transport::web_socket
@@ -87,6 +107,8 @@ read_throughput_options(const broker::configuration& cfg, const std::vector<std:
   result.json = cfg.get_bool("json").value_or(false);
   result.verbose = cfg.get_bool("verbose").value_or(false);
   const char* what = result.mode == role::server ? "<addr>:<port>" : "<host>[:<port>]";
+  if (rest.empty() && !need_address)
+    return check_latency(result); // --check-config, --dump-config: the address may wait.
   if (rest.empty())
     return error{ec::invalid_config, std::string{"missing argument "} + what};
   if (rest.size() > 1)
@@ -109,17 +131,7 @@ read_throughput_options(const broker::configuration& cfg, const std::vector<std:
     if (result.port == 0)
       return error{ec::invalid_config, std::string{what} + ": cannot connect to port 0"};
   }
-  if (result.latency) {
-    if (result.via == transport::web_socket)
-      return invalid("latency", "not available with --web-socket (JSON timestamps have "
-                                "millisecond resolution)");
-    if (result.mode == role::client && result.batch_rate == 0)
-      return invalid("batch-rate", "--latency needs a fixed rate, e.g. -r 1000");
-    if (result.mode == role::client && result.batch_size != 1)
-      return invalid("batch-size", "--latency sends one event per batch, got "
-                                     + std::to_string(result.batch_size));
-  }
-  return result;
+  return check_latency(result);
 }
 
 } // namespace broker_throughput

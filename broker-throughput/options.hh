@@ -78,6 +78,7 @@ broker::error add_throughput_options(broker::configuration& cfg);
 /// arguments. Errors (ec::invalid_config) name the option, e.g.
 /// `batch-size: --latency sends one event per batch, got 10`.
 broker::expected<throughput_options>
-read_throughput_options(const broker::configuration& cfg, const std::vector<std::string>& rest);
+read_throughput_options(const broker::configuration& cfg, const std::vector<std::string>& rest,
+                        bool need_address = true);
 
 } // namespace broker_throughput

@@ -1,6 +1,8 @@
 #include "peering.hh"
 
 #include "events.hh"
+#include "address.hh"
+#include "tool.hh"
 #include "sender.hh"
 
 #include <broker/endpoint.hh>
@@ -33,7 +35,7 @@ constexpr auto drain_timeout = 5s;
 constexpr auto echo_grace = 3s;
 
 std::string endpoint_text(const throughput_options& opts) {
-  return (opts.host.empty() ? std::string{"*"} : opts.host) + ":" + std::to_string(opts.port);
+  return broker_tools::format_address(opts.host, opts.port);
 }
 
 /// Text of a status or error event for --verbose; empty for none.
@@ -237,8 +239,7 @@ int run_peering_server(broker::configuration cfg, session& s) {
   auto hub = ep.make_hub({broker::topic{std::string{events_topic}}});
   auto port = ep.listen(opts.host, opts.port);
   if (!port) {
-    print_diagnostic("cannot listen on " + endpoint_text(opts) + ": "
-                     + to_string(port.error_value()));
+    print_diagnostic(broker_tools::listen_failure(port.error_value(), "the <addr>:<port> argument"));
     return exit_runtime_failure;
   }
   s.out().listening(*port);

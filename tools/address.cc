@@ -28,6 +28,17 @@ error bad_address(std::string_view text, const std::string& reason) {
 
 } // namespace
 
+std::string format_address(std::string_view host, uint16_t port) {
+  std::string result;
+  if (host.empty())
+    result = "*";
+  else if (host.find(':') != std::string_view::npos)
+    result.append("[").append(host).append("]");
+  else
+    result.append(host);
+  return result + ":" + std::to_string(port);
+}
+
 std::optional<uint16_t> parse_port_number(std::string_view text) {
   if (text.empty() || text.size() > max_port_digits)
     return std::nullopt;
@@ -73,6 +84,8 @@ broker::expected<peer_address> parse_address(std::string_view text,
   } else {
     result.host = std::string{authority};
   }
+  if (result.host == "*")
+    result.host.clear(); // As format_address() prints "all interfaces".
   if (result.host.empty() && !rules.allow_empty_host)
     return bad_address(text, "missing host");
   if (!port_text) {

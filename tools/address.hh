@@ -7,8 +7,12 @@
 //   host:port           127.0.0.1:9999, node.example.org:9999
 //   tcp://host:port     Broker's URI form, also inside <...> as Broker prints it
 //   [v6addr]:port       [::1]:9999, tcp://[::1]:9999
-// A tool may also allow a missing port (then its default) or a missing host (":9999", the
-// server's "all interfaces"). Errors quote the text and say what was wrong with it.
+// A tool may also allow a missing port (then its default) or a missing host (":9999" or
+// "*:9999", the server's "all interfaces"). Errors quote the text and say what was wrong
+// with it.
+//
+// Printed, everywhere (start-up lines, errors, --status): format_address(), "*:9999" for
+// all interfaces, "[::1]:9999" for IPv6; the library's log lines use the same form.
 
 #include <broker/error.hh>
 
@@ -39,6 +43,11 @@ struct address_rules {
 /// `expected host:port or tcp://host:port, got "<text>" (<reason>)`.
 broker::expected<peer_address> parse_address(std::string_view text,
                                              const address_rules& rules = {});
+
+/// The printed form of an address: "*:port" for an empty host (all interfaces),
+/// "[host]:port" for an IPv6 address, "host:port" otherwise. parse_address() reads it back
+/// (an empty host where the rules allow one).
+std::string format_address(std::string_view host, uint16_t port);
 
 /// Parses a decimal port 0-65535: digits only, no sign or suffix.
 std::optional<uint16_t> parse_port_number(std::string_view text);

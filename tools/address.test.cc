@@ -1,5 +1,7 @@
 #include "address.hh"
 
+#include "broker/internal/config/address_text.hh"
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -77,4 +79,24 @@ TEST_CASE("parse_port_number accepts 0-65535 in plain digits") {
   CHECK_FALSE(parse_port_number("+1"));
   CHECK_FALSE(parse_port_number(""));
   CHECK_FALSE(parse_port_number("9999/tcp"));
+}
+
+TEST_CASE("addresses print as *:port, [v6]:port or host:port, and parse back") {
+  CHECK(format_address("", 9999) == "*:9999");
+  CHECK(format_address("::1", 9999) == "[::1]:9999");
+  CHECK(format_address("10.0.0.1", 1) == "10.0.0.1:1");
+  address_rules server;
+  server.allow_empty_host = true;
+  server.allow_port_zero = true;
+  for (auto [host, port] : {std::pair<std::string, uint16_t>{"", 0}, {"", 9999}, {"::1", 1},
+                            {"node.example.org", 65535}}) {
+    auto back = parsed(format_address(host, port), server);
+    CHECK(back.host == host);
+    CHECK(back.port == port);
+  }
+  CHECK(parsed("*:9999", server).host.empty());
+  CHECK(error_of("*:9999").find("missing host") != std::string::npos);
+  // The library's log lines write them the same way.
+  for (auto host : {"", "::1", "10.0.0.1"})
+    CHECK(format_address(host, 7) == broker::internal::address_text(host, 7));
 }

@@ -135,6 +135,9 @@ broker::error tool::check_files() const {
       return unreadable(key, path, "cannot read the file");
   if (auto& dir = cfg_.ssl_capath(); !dir.empty() && !fs::is_directory(dir))
     return unreadable("broker.ssl.capath", dir, "not a directory:");
+  // Readable is not enough: PEM that parses, a key that decrypts and matches.
+  if (auto err = cfg_.check_tls())
+    return err;
   if (auto& file = cfg_.log_file(); !file.empty()) {
     auto dir = fs::path{file}.parent_path();
     if (dir.empty())
@@ -155,6 +158,13 @@ broker::error tool::check_rules() const {
   for (auto& note : summary->notes)
     notice(note);
   return {};
+}
+
+std::string listen_failure(const broker::error& err, std::string_view set_by) {
+  auto text = err.message();
+  if (err == broker::ec::cannot_open_resource)
+    text += "; set by " + std::string{set_by};
+  return text;
 }
 
 int tool::fail(int code, const std::string& what) const {

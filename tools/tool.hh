@@ -53,6 +53,12 @@ struct tool_info {
 /// Adds a tool's rows (and aliases) to the options table (option_rows.hh).
 using option_adder = broker::error (*)(broker::configuration&);
 
+/// The message of a failed listen (`err` from endpoint::listen), naming where the address
+/// came from when it was the address itself that failed ("in use", "cannot assign"):
+/// "cannot listen for peerings on *:9999: Address already in use; set by -p/--broker.port
+/// (env BROKER_PORT)".
+std::string listen_failure(const broker::error& err, std::string_view set_by);
+
 /// See the file comment.
 class tool {
 public:
@@ -86,6 +92,10 @@ public:
 
   broker::configuration& config() noexcept { return cfg_; }
   const broker::configuration& config() const noexcept { return cfg_; }
+
+  /// True with --check-config or --dump-config: the tool only checks or prints its
+  /// configuration, so arguments it needs to run (a STORE, an address) may be left out.
+  bool checking_only() const noexcept { return check_config_ || dump_config_; }
 
   /// The positional arguments (everything that is not an option).
   const std::vector<std::string>& args() const noexcept { return args_; }

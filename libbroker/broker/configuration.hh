@@ -200,6 +200,13 @@ public:
   /// leaves at their defaults.
   std::string dump() const;
 
+  /// Loads the TLS files the way an endpoint will and reports the first problem, naming the
+  /// option: a certificate without a key (or a key without a certificate), no CA to verify
+  /// peers with, a certificate or CA file that is not PEM, a key that does not decrypt with
+  /// broker.ssl.passphrase or does not belong to the certificate. No error with
+  /// broker.disable-ssl or without broker.ssl.* settings (anonymous TLS needs no files).
+  error check_tls() const;
+
   /// The table rendered for --help: grouped by section; flag, type, default, range, variable
   /// and description of every option, including program options.
   std::string help_text() const;

@@ -1,6 +1,7 @@
 #include "broker/endpoint.hh"
 
 #include "broker/internal/endpoint_context.hh"
+#include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
 #include "broker/internal/config/security_options.hh"
@@ -18,6 +19,38 @@ namespace broker {
 using internal::core_state;
 
 namespace {
+
+/// The error of a server the configuration asked for, followed by the options (and their
+/// environment variables) that asked: two servers fail with the same words otherwise.
+error naming_options(const error& err, std::string_view port_key,
+                     std::string_view address_key) {
+  std::string names;
+  for (auto key : {port_key, address_key}) {
+    for (auto& row : configuration::options()) {
+      if (row.key != key)
+        continue;
+      if (!names.empty())
+        names += ", ";
+      names += row.key;
+      if (!row.env.empty())
+        names += " (env " + row.env + ")";
+    }
+  }
+  return error{err.code(), err.message() + "; set by " + names};
+}
+
+/// "cannot listen for <what> on *:9999: Address already in use" (config/address_text.hh).
+error listen_error(const error& err, const char* what, const std::string& address,
+                   uint16_t port) {
+  if (err != ec::cannot_open_resource)
+    return err;
+  // The server says "cannot listen on <address>:<port>: <the system's reason>".
+  const auto& text = err.message();
+  auto pos = text.rfind(": ");
+  auto reason = pos == std::string::npos ? text : text.substr(pos + 2);
+  return error{err.code(), std::string{"cannot listen for "} + what + " on "
+                             + internal::address_text(address, port) + ": " + reason};
+}
 
 error shutting_down() {
   return error{ec::shutting_down, "the endpoint has shut down"};
@@ -134,13 +167,17 @@ endpoint::endpoint(configuration cfg) {
     return;
   if (auto p = conf.web_socket_port(); p != 0)
     if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
-      startup_error_ = res.error_value();
-  if (auto p = conf.metrics_port(); p != 0)
-    if (auto res = metrics_listen(conf.metrics_address(), p); !res)
-      startup_error_ = res.error_value();
+      startup_error_ = naming_options(res.error_value(), "broker.web-socket.port",
+                                      "broker.web-socket.address");
+  if (!startup_error_)
+    if (auto p = conf.metrics_port(); p != 0)
+      if (auto res = metrics_listen(conf.metrics_address(), p); !res)
+        startup_error_ = naming_options(res.error_value(), "broker.metrics.port",
+                                        "broker.metrics.address");
 }
 
 namespace {
+
 
 expected<uint16_t> start_http(internal::endpoint_context& ctx,
                               const std::shared_ptr<internal::endpoint_context>& shared,
@@ -174,11 +211,11 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
-    return srv.error_value();
+    return listen_error(srv.error_value(), web_socket ? "WebSocket clients" : "metrics",
+                        address, port);
   auto bound = (*srv)->port();
   io->get_logger().write(internal::log_level::info, web_socket ? "web-socket" : "metrics",
-                         "listening on " + (address.empty() ? std::string{"*"} : address) + ":"
-                  + std::to_string(bound));
+                         "listening on " + internal::address_text(address, bound));
   log_exposure(*io, web_socket ? internal::security::service::web_socket
                                : internal::security::service::metrics,
                address, bound);

@@ -243,6 +243,23 @@ bool store::await_ready(timespan timeout) const {
   }
 }
 
+std::string_view to_string(write_verdict x) noexcept {
+  return x == write_verdict::applied ? "applied" : "acknowledged";
+}
+
+expected<write_verdict> store::await_verdict(timespan timeout) const {
+  if (!fe_)
+    return closed_error();
+  auto x = fe_->query([](store_logic& logic, timestamp now, store_reply reply) {
+    logic.verdict(now, std::move(reply));
+  }, timeout);
+  if (!x)
+    return x.error_value();
+  if (x->get_type() == data::type::none)
+    return write_verdict::acknowledged;
+  return write_verdict::applied;
+}
+
 bool store::await_idle(timespan timeout) const {
   if (!fe_)
     return false;

@@ -16,8 +16,9 @@
 //
 // Writes are asynchronous and ordered: put() returns once the write is queued; writes made
 // through one handle reach the master in order. A write the master rejects (e.g. type_clash
-// on increment) is reported as an error event (endpoint::make_status_subscriber). put_unique()
-// is the exception: it waits for the master's verdict.
+// on increment) is logged and counted by the master and reported as an error event on its
+// node (endpoint::make_status_subscriber). await_verdict() waits for the master's verdict on
+// the writes made so far, also through a clone; put_unique() always waits for its answer.
 //
 // Queries block for at most the request timeout (broker.store.request-timeout, or the
 // `timeout` argument). The asynchronous variants live in store::proxy, whose answers arrive
@@ -55,6 +56,15 @@ enum class backend : uint8_t {
   memory, ///< A sorted map in memory; gone when the process ends.
   sqlite, ///< One SQLite file (options: path, synchronous, journal_mode, integrity_check).
 };
+
+/// What await_verdict() learned from the master.
+enum class write_verdict : uint8_t {
+  applied,      ///< The master processed every write and rejected none.
+  acknowledged, ///< The master took every write but reports no rejections (Zeek Broker).
+};
+
+/// "applied" or "acknowledged".
+BROKER_API std::string_view to_string(write_verdict x) noexcept;
 
 /// Backend options, name to value (doc/stores.md lists them).
 using backend_options = std::map<std::string, std::string>;
@@ -156,6 +166,15 @@ public:
   /// Waits until every write made through this handle so far has been processed by this
   /// store (for a clone: handed to its master, or waiting for one). False after `timeout`.
   bool await_idle(timespan timeout) const;
+
+  /// Waits until the master has processed every write this endpoint made to the store so
+  /// far (through any of its handles), and returns the master's verdict on the writes since
+  /// the previous call: `applied`, or `acknowledged` from a Zeek Broker master, which
+  /// reports no rejections. A clone holds the master's state after those writes once this
+  /// returns (read your writes). Errors: the first write the master rejected (type_clash,
+  /// no_such_key, ...), no_such_master (no master within the request timeout, or it
+  /// changed before it answered), request_timeout (after `timeout`), shutting_down.
+  expected<write_verdict> await_verdict(timespan timeout) const;
 
   /// For endpoint::attach_master/attach_clone.
   explicit store(std::shared_ptr<internal::store_frontend> fe) noexcept;

@@ -377,3 +377,41 @@ TEST_CASE("store traffic waits for a full peer queue instead of cutting the peer
   CHECK(a.metrics().kinds[static_cast<size_t>(handler_kind::peer)].disconnects == 0);
   CHECK(b.metrics().kinds[static_cast<size_t>(handler_kind::peer)].disconnects == 0);
 }
+
+TEST_CASE("await_verdict reports the master's rejections, through a clone too", "[store]") {
+  endpoint a{fast_config()}, b{fast_config()};
+  connect(a, b);
+  auto master = a.attach_master("verdicts");
+  REQUIRE(master);
+  auto clone = b.attach_clone("verdicts");
+  REQUIRE(clone);
+  REQUIRE(clone->await_ready(10s));
+  // Nothing written yet: applied.
+  auto v = clone->await_verdict(5s);
+  REQUIRE(v);
+  CHECK(*v == write_verdict::applied);
+  // Applied, and readable through the clone at once.
+  REQUIRE(!clone->increment("hits", count{1}));
+  v = clone->await_verdict(5s);
+  REQUIRE(v);
+  CHECK(*v == write_verdict::applied);
+  auto hits = clone->get("hits");
+  REQUIRE(hits);
+  CHECK(*hits == data{count{1}});
+  // Rejected by the master: the verdict is the error, once.
+  REQUIRE(!clone->put("name", "bob"));
+  REQUIRE(!clone->increment("name", integer{1}));
+  v = clone->await_verdict(5s);
+  REQUIRE_FALSE(v);
+  CHECK(v.error_value() == ec::type_clash);
+  v = clone->await_verdict(5s);
+  REQUIRE(v);
+  CHECK(*v == write_verdict::applied);
+  // The master's own handle, with the master's full message.
+  REQUIRE(!master->decrement("missing", integer{1}));
+  v = master->await_verdict(5s);
+  REQUIRE_FALSE(v);
+  CHECK(v.error_value() == ec::no_such_key);
+  CHECK(v.error_value().message().find("store verdicts:") == 0);
+  CHECK(to_string(write_verdict::acknowledged) == "acknowledged");
+}

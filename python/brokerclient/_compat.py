@@ -10,6 +10,7 @@ exception with `rcvd` (the close frame received).
 """
 
 import asyncio
+import ssl as ssl_module
 
 import websockets
 import websockets.exceptions
@@ -50,6 +51,32 @@ async def open_connection(url, *, ssl=None, headers=None, open_timeout, close_ti
         kwargs["ssl"] = ssl
     if headers:
         kwargs[_HEADERS_KEYWORD] = dict(headers)
+    try:
+        return await _open_connection(url, kwargs, open_timeout)
+    except ConnectError as e:
+        hint = _tls_hint(url, e.__cause__)
+        if hint is None:
+            raise
+        raise ConnectError("%s: %s (%s)" % (url, hint, e.__cause__)) from e.__cause__
+
+
+def _tls_hint(url, exc):
+    """What a failed connection says when only one side speaks TLS, or None."""
+    plain = url.startswith("ws://")
+    if plain and isinstance(exc, websockets.exceptions.InvalidHandshake) \
+            and "valid HTTP response" in str(exc):
+        # A TLS server drops a plain request without a word.
+        return ("the server closed the connection without an HTTP answer: does it expect "
+                "TLS? A node with broker.disable-ssl=false serves wss://")
+    if not plain and isinstance(exc, ssl_module.SSLError) \
+            and getattr(exc, "reason", "") in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST",
+                                                "RECORD_LAYER_FAILURE"):
+        return ("the server does not speak TLS: a node with broker.disable-ssl=true "
+                "serves ws://")
+    return None
+
+
+async def _open_connection(url, kwargs, open_timeout):
     try:
         return await _connect(url, **kwargs)
     except asyncio.TimeoutError:

@@ -20,11 +20,12 @@ from .zeek import Event
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-VALUE_HELP = ("a JSON v1 value object such as '{\"@data-type\":\"count\",\"data\":42}', "
-              "or a plain literal: JSON (42 is an integer, 4.2 a real, \"text\", true, "
-              "null, [..] a vector, {..} a table), or a bare address, subnet, port (80/tcp), "
-              "timespan (1500ms) or timestamp (2022-04-10T07:00:00); other words are "
-              "strings")
+VALUE_HELP = ("one word in the literal syntax broker-store shares (doc/literals.md): a JSON "
+              "v1 value object such as '{\"@data-type\":\"count\",\"data\":42}', JSON "
+              "(42 is an integer, 4.2 a real, \"text\", true, null, [..] a vector, {..} a "
+              "table), 7c a count, or a bare address, subnet, port (80/tcp), timespan "
+              "(1500ms) or timestamp (2022-04-10T07:00:00); other words are strings, but a "
+              "word that starts like a number must be one")
 
 
 def _parser():

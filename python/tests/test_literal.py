@@ -2,10 +2,17 @@
 
 import datetime
 import ipaddress
+import json
+import os
 import unittest
 
-from brokerclient import Count, EncodeError, Enum, Event, Port, Table, Timespan, literal
+from brokerclient import Count, EncodeError, Enum, Event, Port, Table, Timespan, codec, literal
 from brokerclient.errors import DecodeError
+
+# The table broker-store is tested with too (tools/broker-store/values.test.cc): one literal
+# syntax for both tools (doc/literals.md). Present in the source tree only.
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tests",
+                     "data", "literals.json")
 
 UTC = datetime.timezone.utc
 
@@ -36,10 +43,35 @@ class Literals(unittest.TestCase):
         self.assertEqual(literal.parse("2022-04-10T07:00:00"),
                          datetime.datetime(2022, 4, 10, 7, tzinfo=UTC))
         self.assertEqual(literal.parse("hello world"), "hello world")
-        self.assertEqual(literal.parse("80/sctp"), "80/sctp")
+        self.assertIs(type(literal.parse("7c")), Count)
+        self.assertRaises(ValueError, literal.parse, "80/sctp")  # starts like a number
 
     def test_an_invalid_json_v1_object_is_an_error(self):
         self.assertRaises(DecodeError, literal.parse, '{"@data-type":"count","data":-1}')
+
+
+@unittest.skipUnless(os.path.exists(TABLE), "tests/data/literals.json is not here")
+class SharedTable(unittest.TestCase):
+    """Every word of the table broker-store shares parses to its value, or is refused."""
+
+    def setUp(self):
+        with open(TABLE) as f:
+            self.table = json.load(f)
+
+    def test_values(self):
+        self.assertGreater(len(self.table["values"]), 30)
+        for case in self.table["values"]:
+            with self.subTest(word=case["word"]):
+                got = literal.parse(case["word"])
+                want = codec.decode(case["value"])
+                self.assertEqual(codec.encode(got), codec.encode(want))
+
+    def test_errors(self):
+        self.assertGreater(len(self.table["errors"]), 5)
+        for case in self.table["errors"]:
+            with self.subTest(word=case["word"]):
+                with self.assertRaises((ValueError, DecodeError, EncodeError)):
+                    codec.encode(literal.parse(case["word"]))
 
 
 class PlainOutput(unittest.TestCase):

@@ -61,12 +61,47 @@ def test_port_in_use(binary):
         taken.bind(("0.0.0.0", 0))
         taken.listen(1)
         port = str(taken.getsockname()[1])
-        for args in (["-p", port], ["--broker.web-socket.port=" + port],
-                     ["--broker.metrics.port=" + port]):
-            code, _, err = run_once(binary, args + ["--broker.disable-ssl"])
+        # Each names the server, the address in the one printed form (*:port: all
+        # interfaces), and the option and environment variable that set it.
+        cases = [
+            (["-p", port], {}, ["for peerings on *:" + port, "broker.port", "BROKER_PORT"]),
+            ([], {"BROKER_WEB_SOCKET_PORT": port},
+             ["for WebSocket clients on *:" + port, "broker.web-socket.port",
+              "BROKER_WEB_SOCKET_PORT"]),
+            (["--broker.metrics.port=" + port], {},
+             ["for metrics on *:" + port, "broker.metrics.port", "BROKER_METRICS_PORT"]),
+        ]
+        for args, env, names in cases:
+            code, _, err = run_once(binary, args + ["--broker.disable-ssl"], env=env)
             check(code == EXIT_RUNTIME_FAILURE,
                   "%s: exit 2 for a port in use, got %d: %s" % (args, code, err))
             check("in use" in err, "%s: the error says why: %s" % (args, err))
+            for name in names:
+                check(name in err, "%s %s: the error names %s: %s" % (args, env, name, err))
+            check('"":' not in err and " :" + port not in err,
+                  "one form for all interfaces: %s" % err)
+
+
+def test_web_socket_gateway(binary):
+    """a node with --no-listen and no --peers is refused unless WebSocket clients reach it"""
+    code, _, err = run_once(binary, ["--no-listen", "-t", "/x", "--broker.disable-ssl",
+                                     "--check-config"])
+    check(code == EXIT_INVALID_CONFIG and "no-listen" in err and "isolated" in err,
+          "an isolated node: %d %s" % (code, err))
+    code, _, err = run_once(binary, ["--no-listen", "-t", "/x", "--broker.disable-ssl",
+                                     "--check-config", "--broker.metrics.port=9100"])
+    check(code == EXIT_INVALID_CONFIG, "a metrics port alone connects nothing: %d %s"
+          % (code, err))
+    code, out, err = run_once(binary, ["--no-listen", "-t", "/x", "--broker.disable-ssl",
+                                       "--check-config"], env={"BROKER_WEB_SOCKET_PORT": "9997"})
+    check(code == EXIT_CLEAN and "configuration OK" in out,
+          "a WebSocket-only gateway is a real deployment: %d %s" % (code, err))
+    with Cleanup() as cleanup:
+        node = cleanup.add(Node(binary, ["--no-listen", "-t", "/x"], "gateway", listen=False,
+                                web_socket=True))
+        node.send_signal(signal.SIGTERM)
+        check(node.wait_exit() == EXIT_CLEAN, "the gateway ran and ends cleanly\n"
+              + node.describe())
 
 
 def test_signals(binary):
@@ -138,6 +173,7 @@ def test_rate(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_help, test_invalid_configuration, test_port_in_use, test_signals,
+    run_tests([test_help, test_invalid_configuration, test_port_in_use, test_web_socket_gateway,
+               test_signals,
                test_config_file_and_environment, test_ping_pong, test_ping_without_ponger,
                test_rate], limit=90)

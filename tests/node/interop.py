@@ -83,6 +83,16 @@ def ping_pong(conn, own, node_id, ttl_in=1):
     check_bytes(conn.recv_frame(), want, "pong")
 
 
+def ping_first(conn, own, node_id):
+    """A Broker peer's view (Broker's handshake btests): it pings right after the handshake
+    and expects the pong as the node's very next frame; the node's origin-v1 probe may only
+    follow it."""
+    conn.send(bp.node_message(own, node_id, bp.PING, bp.CONTROL_TOPIC, FOO))
+    want = H("0000002b") + node_id + own + H("05 0010 0003 3c243e 666f6f")
+    check_bytes(conn.recv_frame(), want, "the node's first phase-3 frame: the pong")
+    expect_ext_probe(conn, own, node_id)
+
+
 def start_node(cleanup, binary):
     return cleanup.add(Node(binary, ["-t", NODE_TOPIC, "-v"], "B"))
 
@@ -149,6 +159,30 @@ def test_t2(binary):
         check_bytes(conn.recv_frame(), ORIGINATOR_ACK, "originator_ack")
         node.wait_for(is_status("peer_added", bp.id_text(bp.PF)), what="peer_added of PF")
         ping_pong(conn, bp.PF, node_id)
+
+
+def test_t1_ping_first(binary):
+    """T1 as Broker's responder btest runs it: P0 pings at once after originator_ack"""
+    with Cleanup() as cleanup:
+        node = start_node(cleanup, binary)
+        conn = connect(cleanup, node)
+        hello, node_id = send_hello(conn, bp.P0, HELLO_P0_1_99)
+        conn.send(VERSION_SELECT_P0 + ORIGINATOR_SYN_FOO_BAR)
+        check_bytes(conn.recv_frame(), filter_frame(bp.RESPONDER_SYN_ACK, NODE_FILTER),
+                    "responder_syn_ack([/test])")
+        conn.send(ORIGINATOR_ACK)  # The ping follows in the next write, as from Broker.
+        ping_first(conn, bp.P0, node_id)
+
+
+def test_t2_ping_first(binary):
+    """T2 as Broker's originator btest runs it: PF pings as soon as originator_ack arrives"""
+    with Cleanup() as cleanup:
+        node = start_node(cleanup, binary)
+        conn = connect(cleanup, node)
+        node_id = originator_towards_pf(conn)
+        conn.send(RESPONDER_SYN_ACK_FOO_BAR)
+        check_bytes(conn.recv_frame(), ORIGINATOR_ACK, "originator_ack")
+        ping_first(conn, bp.PF, node_id)
 
 
 def expect_drop_then_close(conn, code, text):
@@ -286,4 +320,5 @@ def test_t6(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_t1, test_t2, test_t3, test_t4, test_t5, test_t6], limit=90)
+    run_tests([test_t1, test_t2, test_t1_ping_first, test_t2_ping_first, test_t3, test_t4,
+               test_t5, test_t6], limit=90)

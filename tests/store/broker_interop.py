@@ -129,26 +129,31 @@ def test_broker_clone_attaches_to_our_master(node_bin, tool_bin):
                                                  publisher=clone),
               "update bytes: %s" % frame["payload"].hex())
         t.ok("wait-get k2 9c 10s")
-        # 4. Another clone's write reaches us as an update.
+        # 4. Another clone's write reaches us as an update. That clone (ours) asks for the
+        #    master's verdict: its answer is a put_unique_result for another `who`, which a
+        #    Broker clone ignores (doc/protocol/stores.md §5).
         t.ok('put k3 "x"')
         _, upd = b.expect(lambda c: c["kind"] == "put" and c["key"] == "k3", "the put of k3")
         check(upd["seq"] == offset + 2 and upd["value"] == "x" and upd["sender"] == master,
               "k3's update: %r" % upd)
-        b.send(mt, encode_command(0, clone, master, CUMULATIVE_ACK, seq=offset + 2),
+        _, other = b.expect(lambda c: c["kind"] == "put_unique_result", "T's verdict")
+        check(other["seq"] == offset + 3 and other["who"] != clone and other["inserted"]
+              and other["publisher"] == (b.node, 0), "the verdict for T: %r" % other)
+        b.send(mt, encode_command(0, clone, master, CUMULATIVE_ACK, seq=offset + 3),
                unicast=True)
         # 5. put_unique of a taken key: the verdict comes through the channel.
         b.send(mt, encode_command(3, clone, master, PUT_UNIQUE, key=encode_string("k1"),
                                   value=encode_string("other"), who=clone, req_id=42,
                                   publisher=clone), unicast=True)
         frame, _ = b.expect(lambda c: c["kind"] == "put_unique_result", "put_unique_result")
-        check(frame["payload"] == encode_command(offset + 3, master, NIL_ENTITY,
+        check(frame["payload"] == encode_command(offset + 4, master, NIL_ENTITY,
                                                  PUT_UNIQUE_RESULT, inserted=False, who=clone,
                                                  req_id=42, publisher=master),
               "verdict bytes: %s" % frame["payload"].hex())
         check(t.value("get k1") == typed("string", "v1"), "k1 kept its value")
         # 6. Keepalives carry the last sequence number.
         _, alive = b.expect(lambda c: c["kind"] == "keepalive", "a keepalive")
-        check(alive["seq_field"] == offset + 3 and alive["receiver"] == NIL_ENTITY,
+        check(alive["seq_field"] == offset + 4 and alive["receiver"] == NIL_ENTITY,
               "keepalive: %r" % alive)
         # The garbage was dropped and logged; the node runs on.
         wait_stderr(a, "dropped a malformed command")
@@ -196,9 +201,10 @@ def test_our_clone_attaches_to_broker_master(node_bin, tool_bin):
         # 3. Garbage on the clone topic changes nothing.
         for g in GARBAGE:
             b.send(ct, g)
-        # 4. The writer, once acked, sends the clone's writes in order.
+        # 4. The writer, once acked, sends the clone's writes in order, each followed by
+        #    the tool's verdict request: a put_unique_result, which Broker's master ignores.
         b.send(ct, encode_command(0, master, writer, CUMULATIVE_ACK, seq=1), unicast=True)
-        t.ok("put b 7")
+        t.send("put b 7")
         frame, w = b.expect(lambda c: c["kind"] == "put", "the clone's write")
         check(w["sender"] == writer and w["receiver"] == master and w["seq"] == 2,
               "the write: %r" % w)
@@ -207,14 +213,24 @@ def test_our_clone_attaches_to_broker_master(node_bin, tool_bin):
                                                  publisher=w["publisher"]),
               "write bytes: %s" % frame["payload"].hex())
         check(w["publisher"][0] == b.node, "the publisher is the clone's endpoint")
-        # 5. The master's update comes back; the clone applies it.
+        frame, vr = b.expect(lambda c: c["kind"] == "put_unique_result", "the verdict request")
+        check(frame["payload"] == encode_command(3, writer, master, PUT_UNIQUE_RESULT,
+                                                 inserted=False, who=writer,
+                                                 req_id=vr["req_id"], publisher=writer),
+              "verdict request bytes: %s" % frame["payload"].hex())
+        # 5. The master's update comes back, then its ack of both: without an answer, the
+        #    tool reports the write as acknowledged, and the clone already holds it.
         b.send(ct, encode_command(2, master, NIL_ENTITY, PUT, key=encode_string("b"),
                                   value=encode_integer(7), publisher=w["publisher"]))
-        t.ok("wait-get b 7 10s")
+        b.send(ct, encode_command(0, master, writer, CUMULATIVE_ACK, seq=3), unicast=True)
+        results = t.wait_results(t.sent)
+        check(results[-1] == {"op": "put", "ok": True, "verdict": "acknowledged"},
+              "a Broker master's verdict: %r" % results[-1])
+        check(t.value("get b") == typed("integer", 7), "read your write")
         # 6. put_unique: who is the writer; the verdict arrives as an update.
         t.send("put_unique c 1")
         _, pu = b.expect(lambda c: c["kind"] == "put_unique", "the put_unique")
-        check(pu["who"] == writer and pu["seq"] == 3 and pu["key"] == "c", "put_unique: %r" % pu)
+        check(pu["who"] == writer and pu["seq"] == 4 and pu["key"] == "c", "put_unique: %r" % pu)
         b.send(ct, encode_command(3, master, NIL_ENTITY, PUT, key=encode_string("c"),
                                   value=encode_integer(1), publisher=pu["publisher"]))
         b.send(ct, encode_command(4, master, NIL_ENTITY, PUT_UNIQUE_RESULT, inserted=True,

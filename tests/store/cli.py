@@ -117,9 +117,19 @@ def test_tool_usage(node_bin, tool_bin):
 
 def test_tool_cannot_reach_store(node_bin, tool_bin):
     """broker-store exits 2 when it cannot peer or no master answers"""
-    code, _, err = run_tool(tool_bin, ["--peer", addr(free_port()), "s", "keys"] + PLAIN)
-    check(code == TOOL_NO_STORE and "cannot peer" in err, "unreachable peer: %d %s"
-          % (code, err))
+    # The tool's own line gives the reason, not just "cannot peer" (doc/peering.md, "When
+    # a peering fails").
+    port = free_port()
+    code, _, err = run_tool(tool_bin, ["--peer", addr(port), "s", "keys"] + PLAIN)
+    own = [l for l in err.splitlines() if l.startswith("broker-store: ")]
+    check(code == TOOL_NO_STORE and own and addr(port) in own[-1]
+          and "Connection refused" in own[-1], "unreachable peer: %d %s" % (code, err))
+    with Cleanup() as cleanup:
+        tls = cleanup.add(Node(node_bin, ["--master-stores", "s"], "tls", plain=False))
+        code, _, err = run_tool(tool_bin, ["--peer", addr(tls.port), "s", "keys"] + PLAIN)
+        own = [l for l in err.splitlines() if l.startswith("broker-store: ")]
+        check(code == TOOL_NO_STORE and own and "broker.disable-ssl=true" in own[-1]
+              and "expect TLS" in own[-1], "a plain tool at a TLS node: %d %s" % (code, err))
     with Cleanup() as cleanup:
         a = cleanup.add(Node(node_bin, ["--master-stores", "s"] + STORE_FLAGS, "A"))
         code, _, err = run_tool(tool_bin, ["--peer", addr(a.port), "--ready-timeout=1",

@@ -77,15 +77,57 @@ def test_addresses(node, store, throughput):
 
 def test_check_and_dump(tools):
     node, store, throughput = tools
-    for args in ([node], [store, "s"], [throughput, "127.0.0.1"]):
+    # Every tool answers both without its positional arguments (README), and checks them
+    # when they are given.
+    for args in ([node], [store], [store, "s"], [throughput], [throughput, "127.0.0.1"]):
         code, out, err = run(args + ["--dump-config", "--ttl=5"])
         check(code == 0 and re.search(r"^broker\.ttl = 5 +# command line --ttl$", out, re.M),
-              "%s --dump-config: %d %s %s" % (args[0], code, out[:300], err))
+              "%s --dump-config: %d %s %s" % (args, code, out[:300], err))
+        code, out, err = run(args + ["--check-config"])
+        check(code == 0 and "configuration OK" in out, "%s --check-config: %d %s"
+              % (args, code, err))
         code, out, err = run(args + ["--check-config", "--broker.ssl.certificate=/nope.pem"])
         check(code == 1 and 'broker.ssl.certificate: cannot read the file "/nope.pem"' in err,
               "%s --check-config with a missing certificate: %d %s" % (args[0], code, err))
-    code, _, err = run([store, "--check-config"])
-    check(code == 1 and "missing STORE" in err, "the tool's own checks run too: %s" % err)
+    code, _, err = run([store, "--check-config", "--", "<$>/x"])
+    check(code == 1 and "invalid store name" in err, "the tool's own checks run too: %s" % err)
+    code, _, err = run([throughput, "--check-config", "http://h:1"])
+    check(code == 1 and 'got "http://h:1"' in err, "and the address is checked: %s" % err)
+
+
+def test_check_tls(tools):
+    """--check-config loads the TLS files as the node would at start-up."""
+    certs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "web_socket", "certs")
+
+    def cert(name):
+        return os.path.join(certs, name)
+
+    good = ["--broker.ssl.certificate=" + cert("server.pem"),
+            "--broker.ssl.key=" + cert("server.enc.key"), "--broker.ssl.passphrase=12345",
+            "--broker.ssl.cafile=" + cert("ca.pem")]
+    with tempfile.TemporaryDirectory() as tmp:
+        text = os.path.join(tmp, "text.pem")
+        with open(text, "w") as f:
+            f.write("not a certificate\n")
+        cases = [
+            (["--broker.ssl.certificate=" + text], "not a readable PEM certificate"),
+            (["--broker.ssl.key="], "broker.ssl.certificate is set without broker.ssl.key"),
+            (["--broker.ssl.certificate="], "broker.ssl.key is set without"),
+            (["--broker.ssl.key=" + cert("client.key")], "does not belong to"),
+            (["--broker.ssl.passphrase=wrong"], "does not decrypt with broker.ssl.passphrase"),
+            (["--broker.ssl.passphrase="], "broker.ssl.passphrase is not set"),
+            (["--broker.ssl.cafile=" + text], "broker.ssl.cafile"),
+            (["--broker.ssl.cafile="], "neither broker.ssl.cafile nor broker.ssl.capath"),
+        ]
+        for tool in tools:
+            code, out, err = run([tool, "--check-config"] + good)
+            check(code == 0 and "configuration OK" in out, "%s: the test PKI passes: %d %s"
+                  % (tool, code, err))
+            for extra, want in cases:
+                code, _, err = run([tool, "--check-config"] + good + extra)
+                check(code == 1 and want in err, "%s %s: exit 1 naming %r, got %d: %s"
+                      % (os.path.basename(tool), extra, want, code, err))
 
 
 def journal_mode(path):
@@ -140,6 +182,7 @@ def main():
                        ("--man-page", lambda: test_man_pages(man_dir, tools)),
                        ("addresses", lambda: test_addresses(node, store, throughput)),
                        ("--check-config/--dump-config", lambda: test_check_and_dump(tools)),
+                       ("--check-config loads TLS files", lambda: test_check_tls(tools)),
                        ("SQLite rows", lambda: test_sqlite_rows(node, store))):
         test()
         print("ok   " + name, flush=True)

@@ -11,7 +11,8 @@
 //   4. Attach the store: the master (--master) or a clone, which waits for its first
 //      snapshot (--ready-timeout). Exit 2 if any of this fails.
 //   5. Run the command line's operations, or else one per line of stdin until EOF or a
-//      signal; one JSON line each (runner.hh). Exit 3 if any of them failed.
+//      signal; one JSON line each, a write's once the master's verdict is in (runner.hh).
+//      Exit 3 if any of them failed.
 
 #include "ops.hh"
 #include "runner.hh"
@@ -49,9 +50,10 @@ constexpr std::string_view usage =
   "[EXPIRY], insert_into KEY ELEMENT [EXPIRY], insert_into KEY INDEX VALUE [EXPIRY],\n"
   "remove_from KEY ELEMENT [EXPIRY], push KEY VALUE [EXPIRY], pop KEY [EXPIRY],\n"
   "get_index_from_value KEY INDEX, wait-size N TIMEOUT, wait-get KEY VALUE TIMEOUT.\n"
-  "Values are JSON (5 is an integer, 5c a count, 1.5 a real, [1,2] a vector, a typed\n"
-  "{\"@data-type\":...} object anything else); other words are strings. EXPIRY and TIMEOUT\n"
-  "are durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
+  "Values (doc/literals.md): 5 is an integer, 5c a count, 1.5 a real, \"a\" and other\n"
+  "words a string, [1,2] a vector, {\"a\":1} a table, 10.0.0.1 an address, 80/tcp a port,\n"
+  "10s a timespan, a typed {\"@data-type\":...} object anything. EXPIRY and TIMEOUT are\n"
+  "durations such as 10s or 500ms. Put -- before words that start with '-'.\n"
   "Exit codes: 0 all operations succeeded, 1 bad usage, 2 cannot reach or attach the\n"
   "store, 3 an operation failed. See doc/broker-store.md.\n";
 
@@ -102,6 +104,7 @@ struct tool_options {
   std::string listen_address;
   uint16_t port = 0;
   std::chrono::seconds ready_timeout{default_ready_timeout_seconds};
+  bool fire_and_forget = false;
   std::string store;
   std::vector<operation> ops; ///< From the command line; empty: read stdin.
 };
@@ -122,6 +125,10 @@ broker::error add_tool_options(broker::configuration& cfg) {
                             "address --listen binds to; empty: all interfaces"));
   rows.push_back(count_row("ready-timeout", default_ready_timeout_seconds, 0, max_seconds,
                            "seconds a clone waits for its master's snapshot; 0: do not wait"));
+  rows.push_back(flag_row("fire-and-forget",
+                          "print a clone's write as ok once it is handed on, without waiting "
+                          "for the master's verdict (a rejection then shows only on the "
+                          "master's node)"));
   return add_rows(cfg, std::move(rows));
 }
 
@@ -150,8 +157,10 @@ broker::error parse_command_line_ops(const std::vector<std::string>& words,
   return flush();
 }
 
+/// `need_store`: false with --check-config and --dump-config, which check what is given.
 broker::expected<tool_options> read_options(const broker::configuration& cfg,
-                                            const std::vector<std::string>& rest) {
+                                            const std::vector<std::string>& rest,
+                                            bool need_store) {
   tool_options result;
   for (auto& text : cfg.get_list("peer").value_or(std::vector<std::string>{})) {
     auto addr = broker_tools::parse_address(text);
@@ -170,6 +179,9 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   result.port = cfg.port();
   result.ready_timeout = std::chrono::seconds{
     cfg.get_count("ready-timeout").value_or(default_ready_timeout_seconds)};
+  result.fire_and_forget = cfg.get_bool("fire-and-forget").value_or(false);
+  if (rest.empty() && !need_store)
+    return result;
   if (rest.empty())
     return broker::error{broker::ec::invalid_config, "missing STORE (see --help)"};
   result.store = rest.front();
@@ -185,14 +197,30 @@ broker::expected<tool_options> read_options(const broker::configuration& cfg,
   return result;
 }
 
+/// Why dialing `peer` failed: the error event the endpoint emitted for it.
+broker::error dial_error(broker::endpoint& ep, broker::status_subscriber& events,
+                         const broker_tools::peer_address& peer) {
+  auto where = peer.host + ":" + std::to_string(peer.port);
+  // The event was posted to the core before peer() returned; a synchronous call into the
+  // core runs after the core routed it to our subscriber.
+  ep.metrics();
+  for (auto& event : events.poll())
+    if (auto* err = std::get_if<broker::error>(&event);
+        err != nullptr && err->message().find(where) != std::string::npos)
+      return *err;
+  return broker::error{broker::ec::peer_unavailable,
+                       "cannot peer with " + where + " (no reason reported)"};
+}
+
 /// Dials every --peer. Without --peer-retry each dial is tried once; with it, the dials run
 /// in the background and this waits for them, at most --ready-timeout (0: not at all).
 broker::error dial_peers(broker::endpoint& ep, const tool_options& opts) {
   if (opts.peer_retry.count() == 0) {
+    // peer() says only "no"; the reason arrives as an error event.
+    auto events = ep.make_status_subscriber();
     for (auto& peer : opts.peers)
       if (!ep.peer(peer.host, peer.port, std::chrono::seconds{0}))
-        return broker::error{broker::ec::peer_unavailable,
-                             "cannot peer with " + peer.host + ":" + std::to_string(peer.port)};
+        return dial_error(ep, events, peer);
     return {};
   }
   for (auto& peer : opts.peers)
@@ -295,13 +323,14 @@ int run(broker_tools::tool& t, const tool_options& opts) {
   auto timeout = std::chrono::milliseconds{t.config().store_request_timeout()};
   broker::endpoint ep{t.config()};
   if (const auto& err = ep.startup_error())
-    return t.fail(exit_no_store, "cannot start: " + to_string(err));
+    return t.fail(exit_no_store, "cannot start: " + err.message());
   if (opts.listen) {
     auto port = ep.listen(opts.listen_address, opts.port);
     if (!port)
-      return t.fail(exit_no_store, "cannot listen on \"" + opts.listen_address + "\":"
-                                   + std::to_string(opts.port) + ": "
-                                   + to_string(port.error_value()));
+      return t.fail(exit_no_store,
+                    broker_tools::listen_failure(port.error_value(),
+                                                 "-p/--broker.port (env BROKER_PORT), "
+                                                 "--listen-address"));
     std::printf("{\"listening\":%u}\n", static_cast<unsigned>(*port));
     std::fflush(stdout);
   }
@@ -311,7 +340,7 @@ int run(broker_tools::tool& t, const tool_options& opts) {
   if (!st)
     return t.fail(exit_no_store, "cannot attach store \"" + opts.store
                                  + "\": " + to_string(st.error_value()));
-  runner r{ep, *st, timeout, [&signals] { return signals.consume(); }};
+  runner r{ep, *st, timeout, [&signals] { return signals.consume(); }, opts.fire_and_forget};
   bool all_ok = true;
   if (opts.ops.empty())
     all_ok = run_stdin(r, signals);
@@ -321,6 +350,12 @@ int run(broker_tools::tool& t, const tool_options& opts) {
         break;
       all_ok = r.run(op) && all_ok;
     }
+  // The last writes (forwarded ones above all) may still wait in the store's inbox to the
+  // core. Let the store drain, then make one synchronous call into the core, which runs
+  // after the core routed them to the peers; shutdown then sends them before its BYE (as
+  // broker-node does on exit).
+  st->await_idle(timeout);
+  ep.metrics();
   return all_ok ? exit_ok : exit_op_failed;
 }
 
@@ -330,7 +365,7 @@ int main(int argc, char** argv) {
   broker_tools::tool t{store_info()};
   if (auto code = t.start(argc, argv, add_tool_options))
     return *code;
-  auto opts = read_options(t.config(), t.args());
+  auto opts = read_options(t.config(), t.args(), !t.checking_only());
   if (auto code = t.validated(opts))
     return *code;
   return run(t, *opts);

@@ -211,8 +211,8 @@ expected<operation> parse_operation(const std::vector<std::string>& words) {
       --last;
       break;
     case tail::expiry:
-      // The last word is an expiry when there are more words than data arguments, and may
-      // be one for insert_into with 3 words: a duration is never a valid value.
+      // The last word is an expiry when there are more words than data arguments, and, for
+      // insert_into with 3 words, when it is a duration (a timespan value there is typed).
       if (given > spec->max_args
           || (given > spec->min_args && broker::parse_timespan(words[last - 1]))) {
         result.duration = broker::parse_timespan(words[last - 1]);

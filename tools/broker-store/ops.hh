@@ -13,8 +13,9 @@
 //   insert_into KEY INDEX VALUE [EXPIRY] (a table)
 //   remove_from KEY ELEMENT [EXPIRY]
 //
-// EXPIRY and TIMEOUT are durations (`10s`, `500ms`); N is a decimal count. An expiry can
-// never be mistaken for a value: a word starting with a digit is JSON or a count (`5c`).
+// EXPIRY and TIMEOUT are durations (`10s`, `500ms`); N is a decimal count. Where an
+// operation may end in an EXPIRY, a trailing duration is the expiry, although a duration
+// is also a timespan value (doc/literals.md): a timespan there must be written typed.
 
 #include <broker/data.hh>
 #include <broker/error.hh>

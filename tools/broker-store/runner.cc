@@ -33,12 +33,12 @@ std::string op_field(std::string_view op) {
 } // namespace
 
 runner::runner(broker::endpoint& ep, broker::store st, broker::timespan timeout,
-               interrupt_check interrupted)
+               interrupt_check interrupted, bool fire_and_forget)
   : ep_(ep),
     store_(std::move(st)),
     timeout_(timeout),
-    errors_(ep.make_status_subscriber()),
-    check_interrupt_(std::move(interrupted)) {}
+    check_interrupt_(std::move(interrupted)),
+    fire_and_forget_(fire_and_forget) {}
 
 bool runner::run(const operation& op) {
   if (op.kind == op_kind::wait_size || op.kind == op_kind::wait_get)
@@ -62,8 +62,12 @@ bool runner::print_value(std::string_view op, const expected<data>& x) {
   return true;
 }
 
-void runner::print_ok(std::string_view op) {
-  print_line(op_field(op) + ",\"ok\":true}");
+void runner::print_ok(std::string_view op, std::string_view verdict) {
+  if (verdict.empty())
+    print_line(op_field(op) + ",\"ok\":true}");
+  else
+    print_line(op_field(op) + ",\"ok\":true,\"verdict\":" + broker::to_json_string(verdict)
+               + "}");
 }
 
 bool runner::run_query(const operation& op) {
@@ -125,25 +129,30 @@ bool runner::run_write(const operation& op) {
 }
 
 bool runner::finish_write(std::string_view op, error err) {
-  if (!err && !store_.await_idle(timeout_))
-    err = error{ec::request_timeout, "store " + store_.name() + ": the write was not "
-                                       "processed within " + broker::to_string(timeout_)};
-  if (!err) {
-    // The store published its error event before it answered await_idle; a synchronous
-    // call into the core runs after the core routed that event to our subscriber.
-    ep_.metrics();
-    auto prefix = "store " + store_.name() + ":";
-    for (auto& event : errors_.poll()) {
-      auto* e = std::get_if<error>(&event);
-      if (e != nullptr && !err && e->message().compare(0, prefix.size(), prefix) == 0)
-        err = *e;
-    }
-  }
   if (err) {
     print_error(op, err);
     return false;
   }
-  print_ok(op);
+  if (fire_and_forget_ && !store_.is_master()) {
+    if (!store_.await_idle(timeout_)) {
+      print_error(op, error{ec::request_timeout, "store " + store_.name() + ": the write was "
+                                                   "not handed on within "
+                                                   + broker::to_string(timeout_)});
+      return false;
+    }
+    print_ok(op, "forwarded");
+    return true;
+  }
+  // A clone's own timeout answers first, with the more precise error (no_such_master).
+  auto verdict = store_.await_verdict(timeout_ + std::chrono::seconds{1});
+  if (!verdict) {
+    print_error(op, verdict.error_value());
+    return false;
+  }
+  if (*verdict == broker::write_verdict::acknowledged)
+    print_ok(op, to_string(*verdict));
+  else
+    print_ok(op);
   return true;
 }
 

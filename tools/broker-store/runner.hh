@@ -6,13 +6,14 @@
 //   {"op":"put","ok":true}
 //   {"op":"get","error":"no_such_key","message":"..."}
 //
-// Writes are asynchronous in the store API; a write the store rejects (type_clash, ...)
-// surfaces as an error event on this endpoint when this endpoint applied it (--master) or
-// could not forward it. The runner therefore waits after each write until the store has
-// processed it (await_idle), makes one round trip through the core (so that the store's
-// error event has been routed), and reports an error event about this store as the
-// write's result. A write through a clone is rejected on the master's node instead: there
-// it shows up as an error event (broker-node -v prints `error type_clash ...`).
+// Writes are asynchronous in the store API. After each write the runner waits for the
+// master's verdict (store::await_verdict, doc/broker-store.md "Writes"): `ok` once the
+// master applied it, the master's error (type_clash, ...) if it rejected it, and
+// {"op":...,"ok":true,"verdict":"acknowledged"} from a Zeek Broker master, which takes
+// writes without saying whether it applied them. Through a clone the clone then holds the
+// master's state after the write, so a read on the next line sees it. With
+// --fire-and-forget a clone's write is `ok` with "verdict":"forwarded" as soon as the clone
+// has handed it on (a master's own writes always get their verdict: it is local).
 //
 // Threads: everything runs on the calling (main) thread.
 
@@ -33,8 +34,9 @@ public:
   using interrupt_check = std::function<bool()>;
 
   /// `timeout`: how long a write may take to be processed (broker.store.request-timeout).
+  /// `fire_and_forget`: do not wait for the verdict of a write through a clone.
   runner(broker::endpoint& ep, broker::store st, broker::timespan timeout,
-         interrupt_check interrupted);
+         interrupt_check interrupted, bool fire_and_forget = false);
 
   /// Runs `op` and prints its line. Returns false if the line reports an error.
   bool run(const operation& op);
@@ -50,18 +52,17 @@ private:
   bool run_write(const operation& op);
   bool run_wait(const operation& op);
 
-  /// Reports `err`, if any, as the write's result; otherwise an error event about this
-  /// store that the write caused.
+  /// Reports `err`, if any, as the write's result; otherwise the master's verdict.
   bool finish_write(std::string_view op, broker::error err);
 
   bool print_value(std::string_view op, const broker::expected<broker::data>& x);
-  void print_ok(std::string_view op);
+  void print_ok(std::string_view op, std::string_view verdict = {});
 
   broker::endpoint& ep_;
   broker::store store_;
   broker::timespan timeout_;
-  broker::status_subscriber errors_;
   interrupt_check check_interrupt_;
+  bool fire_and_forget_;
   bool interrupted_ = false;
 };
 

@@ -23,12 +23,41 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-/// True if `word` must be read as JSON (see values.hh).
-bool looks_like_json(std::string_view word) {
+/// True if `word` must be valid JSON: a string, an array, an object or a constant.
+bool must_be_json(std::string_view word) {
   if (word == "true" || word == "false" || word == "null")
     return true;
   auto c = word.front();
-  return c == '"' || c == '[' || c == '{' || c == '-' || is_digit(c);
+  return c == '"' || c == '[' || c == '{';
+}
+
+/// True if `word` starts like a number: a digit, or '-' and a digit.
+bool starts_like_number(std::string_view word) {
+  return is_digit(word.front())
+         || (word.size() > 1 && word.front() == '-' && is_digit(word[1]));
+}
+
+/// A JSON number: what nlohmann parses as one, the whole word.
+bool is_json_number(std::string_view word) {
+  auto doc = nlohmann::json::parse(word, nullptr, false);
+  return !doc.is_discarded() && doc.is_number();
+}
+
+/// The Broker types a bare word may spell in the JSON API's text form (doc/literals.md),
+/// tried in this order.
+constexpr const char* text_forms[] = {"address", "subnet", "port", "timespan", "timestamp"};
+
+/// `word` as one of text_forms, read by the library's JSON codec (so exactly what the
+/// WebSocket API accepts), or nothing.
+std::optional<broker::data> parse_text_form(std::string_view word) {
+  auto quoted = broker::to_json_string(word);
+  for (auto type : text_forms) {
+    auto x = broker::from_json(std::string{"{\"@data-type\":\""} + type + "\",\"data\":"
+                               + quoted + "}");
+    if (x)
+      return std::move(*x);
+  }
+  return std::nullopt;
 }
 
 /// `5c`: digits and the count suffix. Errors only for a count beyond 2^64-1.
@@ -175,11 +204,19 @@ expected<broker::data> convert(const nlohmann::json& x, size_t depth) {
       }
       return broker::data{std::move(xs)};
     }
-    case nlohmann::json::value_t::object:
+    case nlohmann::json::value_t::object: {
       if (x.contains("@data-type"))
         return convert_typed(x);
-      return bad_data("a JSON object must be Broker's typed form "
-                      "{\"@data-type\": T, \"data\": V}");
+      // Any other object is a table with string keys.
+      broker::table xs;
+      for (auto& [key, element] : x.items()) {
+        auto y = convert(element, depth + 1);
+        if (!y)
+          return y;
+        xs.emplace(broker::data{key}, std::move(*y));
+      }
+      return broker::data{std::move(xs)};
+    }
     default:
       return bad_data("unsupported JSON value");
   }
@@ -192,8 +229,15 @@ expected<broker::data> parse_value(std::string_view word) {
     return broker::data{std::string{}};
   if (auto x = parse_count(word))
     return std::move(*x);
-  if (!looks_like_json(word))
+  if (!must_be_json(word) && !(starts_like_number(word) && is_json_number(word))) {
+    if (auto x = parse_text_form(word))
+      return std::move(*x);
+    if (starts_like_number(word))
+      return bad_data(excerpt(word) + ": starts like a number but is no integer, real, "
+                      "count (5c), address, subnet, port (80/tcp), timespan (10s) or "
+                      "timestamp; quote it for a string: '\"" + excerpt(word) + "\"'");
     return broker::data{std::string{word}};
+  }
   // A typed value costs two levels per container; json.hh enforces its own limit on those.
   auto found = scan(word);
   if (found.depth > 2 * max_value_depth)
@@ -207,8 +251,7 @@ expected<broker::data> parse_value(std::string_view word) {
   } catch (const nlohmann::json::parse_error& e) {
     return error{ec::invalid_json,
                  excerpt(word) + ": not valid JSON (at byte " + std::to_string(e.byte)
-                   + "); a word that starts with a digit, '-', '\"', '[' or '{' must be JSON, "
-                     "so quote strings such as '\"10.0.0.1\"'"};
+                   + "); a word that starts with '\"', '[' or '{' must be JSON"};
   } catch (const nlohmann::json::exception& e) {
     // E.g. out_of_range for 1e400: valid JSON, but no value we can hold.
     return bad_data(excerpt(word) + ": " + e.what());

@@ -64,7 +64,8 @@ public:
         auto st = logic.stats();
         (*sink)(store_report{st.name, st.master, st.entries, st.input_channels,
                              st.output_channels, st.out_of_order_updates,
-                             st.unacknowledged_updates, st.processed_updates});
+                             st.unacknowledged_updates, st.processed_updates,
+                             st.rejected_writes});
       });
   }
 

@@ -249,6 +249,12 @@ const std::vector<family_row>& rows() {
        per_store(in, w, [](auto& s) { return s.unacknowledged_updates; });
      }},
     // -- ours -------------------------------------------------------------------------
+    {{"broker_store_rejected_writes_total", "counter", "name: the store", false,
+      "Total number of writes a data store master rejected (type_clash, no_such_key, ...); "
+      "each is also logged, an error event, and the verdict its writer gets."},
+     [](const render_input& in, writer& w) {
+       per_store(in, w, [](auto& s) { return s.rejected_writes; });
+     }},
     {{"broker_build_info", "gauge", "version: the library version", false,
       "Always 1; the label carries the version of this node."},
      [](const render_input& in, writer& w) {

@@ -149,7 +149,7 @@ node_snapshot sample_snapshot() {
   snap.network.routing_updates = 6;
   snap.network.pings = 3;
   snap.network.pongs = 2;
-  snap.stores.push_back(store_report{"users", true, 42, 1, 2, 0, 3, 99});
+  snap.stores.push_back(store_report{"users", true, 42, 1, 2, 0, 3, 99, 5});
   return snap;
 }
 
@@ -190,6 +190,7 @@ TEST_CASE("Broker's families carry Broker's meanings", "[prometheus]") {
   CHECK(ex.value("broker_store_entries", "name", "users") == "42");
   CHECK(ex.value("broker_store_output_channels", "name", "users") == "2");
   CHECK(ex.value("broker_store_processed_updates_total", "name", "users") == "99");
+  CHECK(ex.value("broker_store_rejected_writes_total", "name", "users") == "5");
   CHECK(ex.value("broker_build_info", "version", "9.8.7") == "1");
   CHECK(ex.of("broker_start_time_seconds").at(0).value == "1700000000.000");
 }

@@ -82,6 +82,7 @@ struct store_report {
   uint64_t out_of_order_updates = 0;
   uint64_t unacknowledged_updates = 0;
   uint64_t processed_updates = 0;
+  uint64_t rejected_writes = 0; ///< Master: writes it rejected (ours, not Broker's).
 };
 
 /// What the network side reports.

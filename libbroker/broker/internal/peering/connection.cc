@@ -1,8 +1,10 @@
 #include "broker/internal/peering/connection.hh"
 
 #include "broker/internal/codec/bin.hh"
+#include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
+#include "broker/internal/peering/diagnosis.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
 
 #include <boost/asio/buffer.hpp>
@@ -10,6 +12,8 @@
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+
+#include <algorithm>
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -28,13 +32,19 @@ constexpr auto bye_timeout = std::chrono::seconds{3};
 /// takes the peer for one that does not speak it. Broker answers at once.
 constexpr auto ext_probe_timeout = std::chrono::seconds{2};
 
+/// The probe goes out after the peer's first phase-3 frame, or after a quiet spell as long
+/// as the handshake took, within these bounds: a Broker peer that pings right after the
+/// handshake gets its pong first, as from Broker (doc/protocol/peering.md §7).
+constexpr auto probe_quiet_min = std::chrono::milliseconds{50};
+constexpr auto probe_quiet_max = std::chrono::seconds{1};
+
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
 
 constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
-  return host + ":" + std::to_string(port);
+  return address_text(host, port);
 }
 
 asio::ssl::context* tls_of(peer_manager_impl* mgr) {
@@ -73,11 +83,11 @@ void connection::start() {
         self->fail("TLS handshake timed out", false);
     });
     bool client = self->role_ == handshake::role::dialer;
-    self->conn_.async_handshake(client, [self](boost::system::error_code ec) {
+    self->conn_.async_handshake(client, [self, client](boost::system::error_code ec) {
       if (self->closed_)
         return;
       if (ec) {
-        self->fail("TLS handshake failed: " + ec.message(), true);
+        self->fail(tls_failure(ec, client), true);
         return;
       }
       self->tls_ready_ = true;
@@ -136,6 +146,7 @@ void connection::do_start() {
     own_filter = mgr_->filter;
   }
   sent_filter_ = own_filter;
+  hs_started_ = std::chrono::steady_clock::now();
   hs_ = std::make_unique<handshake>(
     mgr_->own, std::move(own_filter), role_,
     [this](const endpoint_id& remote, bool originator) {
@@ -175,7 +186,7 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
     if (closing_)
       finish_close(peer_end::removed, close_reason_);
     else
-      fail(ec == asio::error::eof ? "connection closed by peer" : ec.message(), false);
+      fail(ec == asio::error::eof ? closed_text() : ec.message(), false);
     return;
   }
   reader_.feed(std::string_view{rbuf_.data(), n});
@@ -192,6 +203,12 @@ void connection::on_read(const boost::system::error_code& ec, size_t n) {
   read_more();
 }
 
+std::string connection::closed_text() const {
+  bool silent = reader_.at_start() && reader_.buffered() == 0;
+  return closed_failure(!attached_ && role_ == handshake::role::dialer && !conn_.secure()
+                        && silent);
+}
+
 void connection::handle_frames() {
   // A routing update is a barrier: the frames behind it wait until the core applied it.
   while (!update_ && !barrier_) {
@@ -199,12 +216,13 @@ void connection::handle_frames() {
     if (res.kind == wire::frame_reader::status::need_more)
       return;
     if (res.kind == wire::frame_reader::status::failed) {
-      fail("framing error: " + res.err.message(), false);
+      fail(framing_failure(reader_, res.err, conn_.secure()), false);
       return;
     }
-    if (attached_)
+    if (attached_) {
       handle_node_frame(res.payload);
-    else if (!handle_handshake_frame(res.payload))
+      send_probe(); // After what the peer's first frame asked for (e.g. its pong).
+    } else if (!handle_handshake_frame(res.payload))
       return;
     if (closed_)
       return;
@@ -256,13 +274,19 @@ bool connection::handle_handshake_frame(std::string_view payload) {
       // once the core has the peer's handler, so that an answer to it reaches the peer
       // (the core calls after_update() back).
       barrier_ = true;
-      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh).
+      // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh), but not
+      // before the peer had its say: after its first frame, or a quiet spell.
       probing_ = true;
-      wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
-      probe_timer_.expires_after(ext_probe_timeout);
+      {
+        auto took = std::chrono::steady_clock::now() - hs_started_;
+        probe_timer_.expires_after(std::clamp<std::chrono::steady_clock::duration>(
+          took, probe_quiet_min, probe_quiet_max));
+      }
       probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec)
-          self->learn_extension(false, "no answer to the probe");
+        if (ec || self->closed_)
+          return;
+        self->send_probe();
+        self->write_more();
       });
       return true;
   }
@@ -402,6 +426,18 @@ void connection::exceeded(std::string_view option, size_t limit, const std::stri
   log(log_level::warning, component, text + "; disconnecting");
   post_to_core([err = error{ec::limit_exceeded, text}](core_state& st) { st.emit_error(err); });
   finish_close(peer_end::removed, "exceeded " + std::string{option}, true);
+}
+
+void connection::send_probe() {
+  if (!probing_ || probe_sent_ || closed_)
+    return;
+  probe_sent_ = true;
+  wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+  probe_timer_.expires_after(ext_probe_timeout);
+  probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec)
+      self->learn_extension(false, "no answer to the probe");
+  });
 }
 
 void connection::learn_extension(bool supported, std::string_view how) {
@@ -677,7 +713,9 @@ void connection::fail(const std::string& reason, bool handshake_error) {
                         "peering with " + endpoint_text(address_, port_)
                           + " failed: " + reason};
     if (!redundant_) {
-      log(log_level::warning, component, last_error_.message());
+      // The log is the manager's: it summarizes repeated failures (failure_log.hh).
+      if (!outgoing_)
+        mgr_->inbound_failed(address_, "inbound peering from " + address_ + " failed: " + reason);
       // Applications learn about failed attempts through error events.
       auto err = last_error_;
       post_to_core([err](core_state& st) { st.emit_error(err); });

@@ -8,8 +8,10 @@
 // through the public members, which post to the strand.
 //
 // Phase 3:
-//   - First, the origin-v1 probe (wire.hh): data waits until the peer's answer, at most one
-//     round trip, so that every data frame already has the right format.
+//   - First, the origin-v1 probe (wire.hh), sent once the peer's first frame has been
+//     answered, or after a quiet spell as long as the handshake took (50 ms to 1 s): a
+//     Broker peer that pings first gets its pong first. Data waits until the peer's
+//     answer, so that every data frame already has the right format.
 //   - Input in batches, run to completion: a read takes what the socket has (up to 64 KiB);
 //     every complete frame is decoded on the strand, and the strand routes the data and
 //     command messages itself (core/net_input.hh, core/router.hh). A routing update is a
@@ -136,6 +138,7 @@ private:
 
   // -- reading
   void read_more();
+  std::string closed_text() const;
   void on_read(const boost::system::error_code& ec, size_t n);
   void handle_frames();
   bool handle_handshake_frame(std::string_view payload);
@@ -143,6 +146,7 @@ private:
   void handle_data(const wire::node_message_view& msg);
   void handle_command(const wire::node_message_view& msg);
   void handle_routing_update(std::string_view payload);
+  void send_probe();
   void learn_extension(bool supported, std::string_view how);
   void flush_input();
   void after_update();
@@ -182,6 +186,8 @@ private:
   endpoint_id remote_;
   bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
   bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
+  bool probe_sent_ = false;
+  std::chrono::steady_clock::time_point hs_started_; // When the peering handshake began.
   boost::asio::steady_timer probe_timer_;
   boost::asio::steady_timer hold_timer_; // Ends a held write (should_hold()).
   bool tls_ready_ = false;

@@ -1,5 +1,6 @@
 #include "broker/internal/peering/peer_manager.hh"
 
+#include "broker/internal/config/address_text.hh"
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/core/send_queue.hh"
@@ -29,8 +30,20 @@ constexpr auto bye_wait = std::chrono::milliseconds{3500};
 
 constexpr std::string_view component = "peering";
 
+/// Remote addresses whose inbound failures are tracked at once; beyond, failures from new
+/// addresses are logged without summarizing (and the oldest entries make room).
+constexpr size_t max_inbound_failure_logs = 1024;
+
 std::string endpoint_text(const std::string& host, uint16_t port) {
-  return host + ":" + std::to_string(port);
+  return address_text(host, port);
+}
+
+/// "1 s", "500 ms": how often a dial is retried.
+std::string retry_text(timespan retry) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(retry).count();
+  if (ms % 1000 == 0)
+    return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
 }
 
 } // namespace
@@ -120,12 +133,18 @@ bool peer_manager_impl::attach(const std::shared_ptr<connection>& conn) {
   for (auto& w : to_drop)
     if (auto c = w.lock())
       c->drop_paused();
-  if (conn->outgoing()) {
+  if (auto& out = conn->outgoing()) {
+    std::optional<std::string> recovered;
     {
       std::lock_guard<std::mutex> guard{mtx};
-      conn->outgoing()->remote = remote;
+      out->remote = remote;
+      recovered = out->failures.succeeded("peering with " + endpoint_text(out->host, out->port));
     }
-    report(conn->outgoing(), error{});
+    if (recovered)
+      io.get_logger().write(log_level::info, component, *recovered);
+    report(out, error{});
+  } else {
+    inbound_succeeded(conn->address());
   }
   return true;
 }
@@ -227,14 +246,19 @@ void peer_manager_impl::dial_failed(const std::shared_ptr<outgoing_peering>& out
   if (err) {
     if (!reported)
       rt->post([err](core_state& st) { st.emit_error(err); });
+    // Every attempt is an error event; the log gets the first failure, a changed reason
+    // and a periodic summary (failure_log.hh), not a line per attempt.
+    std::optional<std::string> line;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      line = out->failures.failed(err.message(),
+                                  retry ? "retrying every " + retry_text(out->retry) : "",
+                                  std::chrono::steady_clock::now());
+    }
+    if (line)
+      io.get_logger().write(log_level::warning, component, *line);
     if (!retry)
       report(out, err);
-    else
-      io.get_logger().write(log_level::info, component,
-          err.message() + "; retrying in "
-            + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(out->retry)
-                               .count())
-            + " ms");
   }
   if (!retry)
     return;
@@ -257,6 +281,43 @@ void peer_manager_impl::dial_failed(const std::shared_ptr<outgoing_peering>& out
     }
     dial(out);
   });
+}
+
+void peer_manager_impl::inbound_failed(const std::string& address, const std::string& reason) {
+  auto now = std::chrono::steady_clock::now();
+  std::optional<std::string> line;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    auto i = inbound_failures.find(address);
+    if (i == inbound_failures.end()) {
+      if (inbound_failures.size() >= max_inbound_failure_logs) {
+        // Make room: forget the address logged longest ago.
+        auto oldest = inbound_failures.begin();
+        for (auto j = inbound_failures.begin(); j != inbound_failures.end(); ++j)
+          if (j->second.last_logged() < oldest->second.last_logged())
+            oldest = j;
+        inbound_failures.erase(oldest);
+      }
+      i = inbound_failures.emplace(address, failure_log{}).first;
+    }
+    line = i->second.failed(reason, "", now);
+  }
+  if (line)
+    io.get_logger().write(log_level::warning, component, *line);
+}
+
+void peer_manager_impl::inbound_succeeded(const std::string& address) {
+  std::optional<std::string> line;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    auto i = inbound_failures.find(address);
+    if (i == inbound_failures.end())
+      return;
+    line = i->second.succeeded("inbound peering from " + address);
+    inbound_failures.erase(i);
+  }
+  if (line)
+    io.get_logger().write(log_level::info, component, *line);
 }
 
 void peer_manager_impl::stop() {
@@ -336,7 +397,8 @@ expected<uint16_t> peer_manager::listen(const std::string& address, uint16_t por
     acc->listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return error{ec::cannot_open_resource,
-                 "cannot listen on " + endpoint_text(address, port) + ": " + ec.message()};
+                 "cannot listen for peerings on " + endpoint_text(address, port) + ": "
+                   + ec.message()};
   auto bound = acc->local_endpoint().port();
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};

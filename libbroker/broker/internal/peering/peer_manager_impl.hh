@@ -8,6 +8,7 @@
 
 #include "broker/configuration.hh"
 #include "broker/internal/io/io_runtime.hh"
+#include "broker/internal/peering/failure_log.hh"
 #include "broker/internal/peering/handshake.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/time.hh"
@@ -44,6 +45,7 @@ struct outgoing_peering {
   std::weak_ptr<connection> conn;
   endpoint_id remote; // Known after the first successful handshake.
   std::string last_error; // Why the last attempt failed (guarded by mtx), for the status.
+  failure_log failures; // Which failed attempts get a log line (guarded by the mutex).
 };
 
 /// The peer status Broker keeps per remote id (doc/protocol/peering.md §3.6), reduced to what
@@ -72,6 +74,13 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
                    bool reported = false);
   void report(const std::shared_ptr<outgoing_peering>& out, const error& err);
 
+  /// Logs a failed inbound handshake from `address`, unless it repeats one logged lately
+  /// (failure_log.hh: one line, then a summary per interval).
+  void inbound_failed(const std::string& address, const std::string& reason);
+
+  /// An inbound peering from `address` came up: logs the failures it ends, if any.
+  void inbound_succeeded(const std::string& address);
+
   /// The TLS context for a new connection (null: plain TCP), or the setup error.
   expected<boost::asio::ssl::context*> tls() { return io.tls(); }
 
@@ -99,6 +108,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   std::vector<std::shared_ptr<std::function<void()>>> accept_loops;
   uint64_t bye_counter = 0;
   control_counts ended_control; // Control frames of connections that ended.
+  std::map<std::string, failure_log> inbound_failures; // By remote address (bounded).
 };
 
 } // namespace broker::internal

@@ -393,6 +393,7 @@ frame_reader::result frame_reader::next() {
       return {};
     auto payload = std::string_view{buf_}.substr(pos_ + length_prefix_size, len);
     pos_ += length_prefix_size + len;
+    started_ = true;
     return {status::frame, payload, {}};
   }
 }
@@ -400,6 +401,34 @@ frame_reader::result frame_reader::next() {
 frame_reader::result frame_reader::fail(error err) {
   failure_ = std::move(err);
   return {status::failed, {}, failure_};
+}
+
+foreign_protocol recognize_foreign(std::string_view x) noexcept {
+  auto starts_with = [x](std::string_view prefix) {
+    return x.substr(0, prefix.size()) == prefix;
+  };
+  // A TLS record: content type change_cipher_spec (0x14), alert, handshake or application
+  // data (0x17), then the major version 3.
+  if (x.size() >= 2 && x[0] >= 0x14 && x[0] <= 0x17 && x[1] == 0x03)
+    return foreign_protocol::tls;
+  if (starts_with("HTTP/"))
+    return foreign_protocol::http_response;
+  for (auto method : {"GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH ",
+                      "CONNECT ", "TRACE "})
+    if (starts_with(method))
+      return foreign_protocol::http_request;
+  return foreign_protocol::unknown;
+}
+
+std::string first_line(std::string_view bytes) {
+  constexpr size_t max_size = 60;
+  std::string result;
+  for (auto c : bytes) {
+    if (c == '\r' || c == '\n' || result.size() == max_size)
+      break;
+    result += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  return result;
 }
 
 // -- filters ----------------------------------------------------------------------------------

@@ -22,8 +22,10 @@
 //
 // Extension "origin-v1" (ours, never sent to Broker; §7): loop-free multi-hop between our
 // nodes.
-//   - Negotiation, after the handshake, invisible to Broker: both sides of a peering send a
-//     ping with the payload `ext_probe_query` as their first phase-3 frame. Our nodes
+//   - Negotiation, after the handshake, invisible to Broker: each side of a peering sends a
+//     ping with the payload `ext_probe_query`, once it has answered the peer's first
+//     phase-3 frame or after a short quiet spell (a Broker peer that pings first gets its
+//     pong first), unless the peer's own probe came first. Our nodes
 //     answer that ping with a pong carrying `ext_probe_answer`; Broker answers every ping
 //     with a pong echoing its payload byte for byte (§5.5). So a side learns that its
 //     peer speaks origin-v1 from the peer's own probe or from the changed answer, and that
@@ -157,6 +159,12 @@ public:
   /// Bytes received but not yet returned as frames.
   size_t buffered() const noexcept { return buf_.size() - pos_; }
 
+  /// Those bytes (after a framing error: the frame that failed and what followed it).
+  std::string_view unread() const noexcept { return std::string_view{buf_}.substr(pos_); }
+
+  /// True until next() returned the first frame.
+  bool at_start() const noexcept { return !started_; }
+
 private:
   result fail(error err);
 
@@ -164,8 +172,25 @@ private:
   size_t pos_ = 0;
   uint32_t max_frame_size_;
   phase phase_ = phase::handshake;
+  bool started_ = false;
   error failure_;
 };
+
+/// Another protocol, recognised from the first bytes of a stream that does not frame as
+/// the peering protocol (a handshake frame above 64 KiB is what TLS and HTTP look like).
+enum class foreign_protocol : uint8_t {
+  unknown,       ///< Nothing we recognise.
+  tls,           ///< A TLS record (`16 03 01 ...`, a ClientHello): the peer speaks TLS.
+  http_request,  ///< `GET / HTTP/1.1`: an HTTP client (a browser, a WebSocket client).
+  http_response, ///< `HTTP/1.1 400 Bad Request`: an HTTP server answered our hello.
+};
+
+/// Which protocol `first_bytes` (the start of a stream) belongs to, if we know it.
+foreign_protocol recognize_foreign(std::string_view first_bytes) noexcept;
+
+/// For messages: the first line of `bytes`, printable ASCII only (others as '?'), at most
+/// 60 characters.
+std::string first_line(std::string_view bytes);
 
 // -- filters (§4) ----------------------------------------------------------------------------
 

@@ -904,3 +904,42 @@ TEST_CASE("random bytes never crash the peering decoders", "[wire]") {
   }
   CHECK(accepted > 0);
 }
+
+// -- foreign protocols ------------------------------------------------------------------------
+
+TEST_CASE("the first bytes of TLS and HTTP are recognised where framing fails", "[wire]") {
+  using wire::foreign_protocol;
+  // A TLS 1.2 ClientHello as OpenSSL sends it: its length prefix reads as 369295616.
+  auto client_hello = from_hex("16030100f4010000f00303");
+  CHECK(wire::recognize_foreign(client_hello) == foreign_protocol::tls);
+  CHECK(wire::recognize_foreign(from_hex("15030300020246")) == foreign_protocol::tls);
+  CHECK(wire::recognize_foreign("HTTP/1.1 400 Bad Request\r\n")
+        == foreign_protocol::http_response);
+  CHECK(wire::recognize_foreign("GET /v1/messages/json HTTP/1.1\r\n")
+        == foreign_protocol::http_request);
+  CHECK(wire::recognize_foreign("POST /x HTTP/1.1") == foreign_protocol::http_request);
+  // Our own protocol, truncated input and other bytes are not recognised as foreign.
+  CHECK(wire::recognize_foreign(from_hex("00000017065a45454b")) == foreign_protocol::unknown);
+  CHECK(wire::recognize_foreign("") == foreign_protocol::unknown);
+  CHECK(wire::recognize_foreign(from_hex("16")) == foreign_protocol::unknown);
+  CHECK(wire::recognize_foreign("GET") == foreign_protocol::unknown);
+  CHECK(wire::recognize_foreign("HTTP") == foreign_protocol::unknown);
+  CHECK(wire::recognize_foreign(from_hex("ffffffff")) == foreign_protocol::unknown);
+  // The reader keeps the bytes that failed to frame, and knows no frame came before them.
+  wire::frame_reader reader;
+  reader.feed(client_hello);
+  CHECK(reader.next().kind == wire::frame_reader::status::failed);
+  CHECK(reader.at_start());
+  CHECK(wire::recognize_foreign(reader.unread()) == foreign_protocol::tls);
+  wire::frame_reader later;
+  later.feed(from_hex("00000005075a45454b") + "GET / HTTP/1.1");
+  CHECK(later.next().kind == wire::frame_reader::status::frame);
+  CHECK_FALSE(later.at_start());
+}
+
+TEST_CASE("first_line quotes printable text up to the line end", "[wire]") {
+  CHECK(wire::first_line("HTTP/1.1 400 Bad Request\r\nServer: x") == "HTTP/1.1 400 Bad Request");
+  CHECK(wire::first_line(std::string{"GET \x01\xff x\n"}) == "GET ?? x");
+  CHECK(wire::first_line(std::string(100, 'a')).size() == 60);
+  CHECK(wire::first_line("").empty());
+}

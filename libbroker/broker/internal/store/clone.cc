@@ -109,6 +109,7 @@ void clone_logic::handle(const std::string&, std::string_view bytes, timestamp n
   }
   send_writer_outputs(writer_.handle_message(cmd->sender, msg, now));
   drain_pending();
+  settle_verdicts();
 }
 
 void clone_logic::on_master(const entity_id& master, timestamp now) {
@@ -117,6 +118,13 @@ void clone_logic::on_master(const entity_id& master, timestamp now) {
   // A new master (or a restarted one): its predecessor will never ack our writes.
   if (master_)
     writer_.detach(*master_);
+  std::vector<uint64_t> orphans; // Verdict requests the old master got.
+  for (auto& [req, r] : requests_)
+    if (r.verdict && r.seq != 0)
+      orphans.push_back(req);
+  for (auto req : orphans)
+    answer(req, error{ec::no_such_master, "store " + name_ + ": the master changed before it "
+                                          "answered; writes in flight to the old one are lost"});
   master_ = master;
   send_writer_outputs(writer_.add(master, now));
 }
@@ -125,15 +133,20 @@ void clone_logic::tick(timestamp now) {
   send_reader_outputs(reader_.tick(now));
   send_writer_outputs(writer_.tick(now));
   drain_pending();
+  settle_verdicts();
   for (auto i = requests_.begin(); i != requests_.end();) {
     if (i->second.deadline > now) {
       ++i;
       continue;
     }
     auto reply = std::move(i->second.reply);
+    auto verdict = i->second.verdict;
     i = requests_.erase(i);
     if (reader_.current_state() == channel::consumer::state::attached)
       reply(error{ec::request_timeout, "store " + name_ + ": the master did not answer"});
+    else if (verdict)
+      reply(error{ec::no_such_master, "store " + name_ + ": no master reachable; the writes "
+                                        "wait in the clone until one is"});
     else
       reply(error{ec::no_such_master, "store " + name_ + ": no master reachable"});
   }
@@ -158,6 +171,40 @@ void clone_logic::put_unique(data key, data value, std::optional<timespan> expir
   requests_.emplace(req, request{std::move(reply), now + st_.request_timeout});
   write(store_wire::put_unique{std::move(key), std::move(value), expiry, self_, req, publisher},
         now, {});
+}
+
+void clone_logic::verdict(timestamp now, store_reply reply) {
+  auto req = next_request_++;
+  requests_.emplace(req, request{std::move(reply), now + st_.request_timeout, true});
+  // Behind every write made so far, through the same queue.
+  pending_.push_back(pending_write{store_wire::put_unique_result{false, self_, req, self_},
+                                   {}, req});
+  drain_pending();
+}
+
+void clone_logic::answer(uint64_t req, expected<data> x) {
+  auto i = requests_.find(req);
+  if (i == requests_.end())
+    return;
+  auto reply = std::move(i->second.reply);
+  requests_.erase(i);
+  reply(std::move(x));
+}
+
+void clone_logic::settle_verdicts() {
+  if (!master_ || reader_.buffered() != 0)
+    return; // An answer may still wait behind a gap of the read channel.
+  auto acked = writer_.acked(*master_);
+  if (!acked)
+    return;
+  std::vector<uint64_t> settled;
+  for (auto& [req, r] : requests_)
+    if (r.verdict && r.seq != 0 && r.seq <= *acked)
+      settled.push_back(req);
+  // Acknowledged, and our master would have answered before its ack: this master does not
+  // report rejections (Zeek Broker's).
+  for (auto req : settled)
+    answer(req, data{});
 }
 
 void clone_logic::get(const data& key, const store_reply& reply) {
@@ -215,6 +262,9 @@ void clone_logic::drain_pending() {
     auto next = std::move(pending_.front());
     pending_.pop_front();
     send_writer_outputs(writer_.produce(std::move(next.op)));
+    if (next.verdict_request != 0)
+      if (auto i = requests_.find(next.verdict_request); i != requests_.end())
+        i->second.seq = writer_.last_seq();
     if (next.done)
       next.done();
   }
@@ -293,10 +343,21 @@ void clone_logic::apply_effect(const channel::payload& effect) {
   } else if (auto* x = std::get_if<store_wire::put_unique_result>(&effect)) {
     if (x->who != self_)
       return; // Another clone's answer.
-    if (auto i = requests_.find(x->req_id); i != requests_.end()) {
-      auto reply = std::move(i->second.reply);
-      requests_.erase(i);
-      reply(data{x->inserted});
+    auto i = requests_.find(x->req_id);
+    if (i == requests_.end())
+      return;
+    if (!i->second.verdict) {
+      answer(x->req_id, data{x->inserted});
+    } else if (x->inserted) {
+      answer(x->req_id, data{true});
+    } else {
+      // Our master's answer carries the code of the first rejection (doc/protocol/stores.md
+      // §5); its log and error event have the details.
+      auto code = x->publisher.object;
+      auto rejected = code > 0 && code <= 0xff ? static_cast<ec>(code) : ec::unspecified;
+      answer(x->req_id, error{rejected, "store " + name_ + ": the master rejected a write ("
+                                          + std::string{to_string(rejected)}
+                                          + "); its log names the key and the reason"});
     }
   }
 }

@@ -19,6 +19,14 @@
 //
 // put_unique carries who = our writer entity and a request id; the master's answer comes back
 // through the read channel as put_unique_result, after the put it caused.
+//
+// verdict() asks the master about the writes before it (doc/protocol/stores.md §5): a
+// put_unique_result{who = our writer entity, a request id} goes down the write channel
+// behind them. Our master answers it through the read channel, after the effects of those
+// writes, with the first rejection's code; Broker's master ignores it. So once the master
+// has acknowledged the request on the write channel and the read channel holds nothing out
+// of order, a missing answer means a master that does not report rejections: the verdict
+// is `none` (acknowledged, outcome unknown).
 
 #include "broker/internal/store/replication_channel.hh"
 #include "broker/internal/store/store_logic.hh"
@@ -41,6 +49,7 @@ public:
   void write(store_op op, timestamp now, std::function<void()> done) override;
   void put_unique(data key, data value, std::optional<timespan> expiry, entity_id publisher,
                   timestamp now, store_reply reply) override;
+  void verdict(timestamp now, store_reply reply) override;
   void get(const data& key, const store_reply& reply) override;
   void get_index_from_value(const data& key, const data& index,
                             const store_reply& reply) override;
@@ -61,17 +70,22 @@ private:
   struct request {
     store_reply reply;
     timestamp deadline;
+    bool verdict = false; ///< A verdict request, not a put_unique.
+    channel::sequence_number seq = 0; ///< Verdict: its number on the write channel, once sent.
   };
 
   struct pending_write {
     store_op op;
     std::function<void()> done;
+    uint64_t verdict_request = 0; ///< The request id of a verdict request, else 0.
   };
 
   entity_id reader_entity(uint64_t attach_id) const noexcept;
   bool stale(const store_reply& reply);
   void on_master(const entity_id& master, timestamp now);
   void drain_pending();
+  void settle_verdicts();
+  void answer(uint64_t req, expected<data> x);
   void send_reader_outputs(const channel::consumer::outputs& outs);
   void send_writer_outputs(const channel::producer::outputs& outs);
   void apply_snapshot(const channel::state_ptr& state);

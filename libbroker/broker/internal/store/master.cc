@@ -14,6 +14,9 @@ constexpr uint32_t writer_forget_timeouts = 60;
 /// Bound on the unknown writers remembered for rate-limiting handshake requests.
 constexpr size_t max_asked = 4096;
 
+/// Rejected writes logged one by one; after these, only at every power of two.
+constexpr uint64_t rejections_logged_individually = 10;
+
 channel::producer_config producer_settings(const store_settings& st) {
   channel::producer_config cfg;
   cfg.heartbeat_interval = st.heartbeat_interval;
@@ -128,13 +131,13 @@ void master_logic::on_writer_message(const store_wire::command& cmd, timestamp n
     auto writer_id = cmd.sender;
     auto cons = std::make_unique<channel::consumer>(
       writer_input_settings(st_), [](const channel::state_ptr&) {},
-      [this](const channel::payload& op) { apply(op, clock_, nullptr); },
+      [this, writer_id](const channel::payload& op) { deliver(writer_id, op); },
       [this, writer_id](channel::sequence_number seq) {
         env_.warn("store " + name_ + ": lost write " + std::to_string(seq) + " of "
                   + to_string(writer_id) + " (its clone could not retransmit it)");
       });
     auto& ref = *cons;
-    writers_.emplace(writer_id, writer{std::move(cons), now});
+    writers_.emplace(writer_id, writer{std::move(cons), now, error{}});
     asked_.erase(writer_id);
     channel::handshake hs{epoch, 0, open->offset, from_ticks(open->heartbeat_interval), nullptr};
     send_writer_outputs(writer_id, ref.accept(hs, now));
@@ -146,7 +149,8 @@ void master_logic::on_writer_message(const store_wire::command& cmd, timestamp n
   } else if (auto* failed = std::get_if<store_wire::retransmit_failed>(&cmd.content)) {
     msg = channel::retransmit_failed{epoch, failed->seq};
   } else if (store_wire::tag_of(cmd.content) == store_wire::tag::action) {
-    if (!is_write(cmd.content)) {
+    if (!is_write(cmd.content) && !std::holds_alternative<store_wire::put_unique_result>(
+                                    cmd.content)) { // That one: a verdict request.
       reject(cmd, "not a write");
       return;
     }
@@ -166,6 +170,24 @@ void master_logic::on_writer_message(const store_wire::command& cmd, timestamp n
   i->second.last_heard = now;
   auto outs = i->second.cons->handle(msg, now);
   send_writer_outputs(cmd.sender, outs);
+}
+
+void master_logic::deliver(const entity_id& writer_id, const store_op& op) {
+  auto i = writers_.find(writer_id);
+  if (auto* ask = std::get_if<store_wire::put_unique_result>(&op)) {
+    // A verdict request of our clone: answered after the effects of its writes before it.
+    error first;
+    if (i != writers_.end())
+      first = std::exchange(i->second.rejection, error{});
+    auto code = first ? static_cast<uint64_t>(first.code()) : 0;
+    produce(store_wire::put_unique_result{!first, writer_id, ask->req_id,
+                                          entity_id{self_.endpoint, code}});
+    return;
+  }
+  rejection_ = error{};
+  apply(op, clock_, nullptr);
+  if (rejection_ && i != writers_.end() && !i->second.rejection)
+    i->second.rejection = rejection_;
 }
 
 void master_logic::ask_handshake(const entity_id& writer, timestamp now) {
@@ -239,9 +261,20 @@ void master_logic::flush() {
 }
 
 void master_logic::write(store_op op, timestamp now, std::function<void()> done) {
+  rejection_ = error{};
   apply(op, now, nullptr);
+  if (rejection_ && !local_rejection_)
+    local_rejection_ = rejection_;
   if (done)
     done();
+}
+
+void master_logic::verdict(timestamp, store_reply reply) {
+  // Local writes are applied in order before this runs.
+  if (local_rejection_)
+    reply(std::exchange(local_rejection_, error{}));
+  else
+    reply(data{true});
 }
 
 void master_logic::put_unique(data key, data value, std::optional<timespan> expiry,
@@ -287,6 +320,7 @@ store_stats master_logic::stats() const {
   result.output_channels = prod_.consumers().size();
   result.unacknowledged_updates = prod_.buffered();
   result.processed_updates = prod_.acknowledged();
+  result.rejected_writes = rejected_;
   for (auto& [who, w] : writers_) {
     if (w.cons->current_state() == channel::consumer::state::attached)
       ++result.input_channels;
@@ -351,7 +385,15 @@ void master_logic::begin() {
 }
 
 void master_logic::fail(const error& err, const char* what, const data& key) {
-  env_.write_failed(error{err.code(), where(name_, what, key) + ": " + err.message()});
+  error rejected{err.code(), where(name_, what, key) + ": " + err.message()};
+  // A rejected write is lost to its writer: it shows in the log, the metrics, an error
+  // event and the writer's next verdict.
+  ++rejected_;
+  if (rejected_ <= rejections_logged_individually || (rejected_ & (rejected_ - 1)) == 0)
+    env_.warn(rejected.message() + " (rejected write " + std::to_string(rejected_) + ")");
+  env_.write_failed(rejected);
+  if (!rejection_)
+    rejection_ = std::move(rejected);
 }
 
 void master_logic::apply(const store_op& op, timestamp now, store_reply* reply) {

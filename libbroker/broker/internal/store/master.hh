@@ -20,8 +20,16 @@
 //      with nack{[0]}, at most once per heartbeat interval.
 //   4. Every write (local or from a clone) is applied to the backend and produced as its
 //      effect: put with the resulting value, erase, expire, clear; a clone's put_unique also
-//      produces put_unique_result for the asking clone.
-//   5. tick() drives the channels, expiries, and forgets writers silent for 60 timeouts.
+//      produces put_unique_result for the asking clone. A write it rejects (type_clash,
+//      no_such_key, ...) is logged (the first ten, then at every power of two), counted
+//      (stats().rejected_writes) and published as an error event, and remembered for the
+//      writer's next verdict request.
+//   5. A verdict request from a clone of ours (a put_unique_result on its write channel,
+//      which Broker's master ignores) is answered in the update sequence, after the effects
+//      of the writes before it: put_unique_result{no rejection since the previous request,
+//      who = the writer, its req_id, publisher = (our endpoint, code of the first
+//      rejection or 0)} (doc/protocol/stores.md §5).
+//   6. tick() drives the channels, expiries, and forgets writers silent for 60 timeouts.
 
 #include "broker/internal/store/replication_channel.hh"
 #include "broker/internal/store/store_logic.hh"
@@ -45,6 +53,7 @@ public:
   void write(store_op op, timestamp now, std::function<void()> done) override;
   void put_unique(data key, data value, std::optional<timespan> expiry, entity_id publisher,
                   timestamp now, store_reply reply) override;
+  void verdict(timestamp now, store_reply reply) override;
   void get(const data& key, const store_reply& reply) override;
   void get_index_from_value(const data& key, const data& index,
                             const store_reply& reply) override;
@@ -65,11 +74,13 @@ private:
   struct writer {
     std::unique_ptr<channel::consumer> cons;
     timestamp last_heard;
+    error rejection; ///< The first write rejected since its last verdict request.
   };
 
   void on_clone_topic(const store_wire::command& cmd);
   void on_consumer_control(const store_wire::command& cmd, timestamp now);
   void on_writer_message(const store_wire::command& cmd, timestamp now);
+  void deliver(const entity_id& writer_id, const store_op& op);
   void ask_handshake(const entity_id& writer, timestamp now);
   void another_master(const entity_id& who, const char* how);
   channel::state_ptr snapshot();
@@ -102,6 +113,9 @@ private:
   entity_id probe_;
   std::optional<entity_id> other_master_;
   error failure_;
+  error rejection_;       ///< Set by fail() while apply() runs.
+  error local_rejection_; ///< The first local write rejected since the last verdict().
+  uint64_t rejected_ = 0;
 };
 
 } // namespace broker::internal

@@ -228,3 +228,85 @@ TEST_CASE("our clone ignores commands meant for other stores' entities", "[store
   CHECK(!clone->ready());
   CHECK(clone->malformed() == 0);
 }
+
+TEST_CASE("our clone's verdict request to a Broker master: ignored, acknowledged, and so "
+          "'acknowledged' without an outcome",
+          "[store_logic][interop]") {
+  bus net{4};
+  node_env env{net, 0};
+  auto clone = make_clone_logic("s", {node_o, 1000}, fast_settings(), env);
+  net.add(clone.get());
+  auto feed = [&](const char* hex) {
+    clone->handle(clone_topic("s"), from_hex(hex), net.now);
+  };
+  clone->start(net.now);
+  feed("0000000000000001 " HEX_BM HEX_OC_R1 "0c 0000000000000001 0005 00");
+  feed("0000000000000000 " HEX_BM HEX_OC "0a 0000000000000001");
+  clone->write(make_op_put("x", count{3}, std::nullopt, publisher), net.now);
+  // The request: put_unique_result{false, who = our writer, req 1, publisher = our writer},
+  // right behind the write on the write channel. Broker's master logs it at debug level
+  // ("unexpected command") and goes on.
+  std::optional<expected<data>> verdict;
+  auto mark = net.sent.size();
+  clone->verdict(net.now, [&](expected<data> r) { verdict = std::move(r); });
+  CHECK(sent_since(net, mark)
+        == std::vector<std::string>{line("master", "0000000000000003 " HEX_OC HEX_BM "02 00 "
+                                                   HEX_OC "0000000000000001 " HEX_OC)});
+  feed("0000000000000002 " HEX_BM HEX_NIL "00 050178 020000000000000003 00 " HEX_P);
+  CHECK(!verdict);
+  // An acknowledgement of the write alone settles nothing.
+  feed("0000000000000000 " HEX_BM HEX_OC "0a 0000000000000002");
+  CHECK(!verdict);
+  // Acknowledged with nothing out of order and no answer: no outcome to report.
+  feed("0000000000000000 " HEX_BM HEX_OC "0a 0000000000000003");
+  REQUIRE(verdict);
+  REQUIRE(*verdict);
+  CHECK((*verdict)->get_type() == data::type::none);
+  // The clone holds the master's state after the write (read your writes).
+  clone->get("x", [](expected<data> r) { CHECK(value_of(r) == data{count{3}}); });
+  CHECK(clone->malformed() == 0);
+}
+
+TEST_CASE("our master answers a verdict request of a Broker-shaped writer in the update "
+          "sequence, with the first rejection's code",
+          "[store_logic][interop]") {
+  bus net{5};
+  node_env env{net, 0};
+  auto master = make_master_logic("s", {node_o, 0x1111}, make_memory_backend(),
+                                  fast_settings(), env);
+  net.add(master.get());
+  master->start(net.now);
+  master->write(make_op_put("a", "text", std::nullopt, publisher), net.now);
+  auto feed = [&](const char* hex) {
+    master->handle(master_topic("s"), from_hex(hex), net.now);
+  };
+  feed("0000000000000000 " HEX_BC HEX_NIL "0b 01 0000000000000000");
+  feed("0000000000000000 " HEX_BC HEX_OM "0a 0000000000000002");
+  feed("0000000000000000 " HEX_BC HEX_OM "08 0000000000000001 0005");
+  // add 1 to "a" (a string): type_clash, logged, counted, an error event.
+  auto mark = net.sent.size();
+  feed("0000000000000002 " HEX_BC HEX_OM "05 050161 030000000000000001 03 00 " HEX_BC);
+  CHECK(sent_since(net, mark).empty());
+  CHECK(master->stats().rejected_writes == 1);
+  REQUIRE(env.failures.size() == 1);
+  CHECK(env.failures[0] == ec::type_clash);
+  REQUIRE(!env.warnings.empty());
+  CHECK(env.warnings.back().find("store s: add of key") == 0);
+  // The verdict request: answered in the update sequence, code 11 (type_clash).
+  feed("0000000000000003 " HEX_BC HEX_OM "02 00 " HEX_BC "0000000000000009 " HEX_BC);
+  CHECK(sent_since(net, mark)
+        == std::vector<std::string>{line("clone", "0000000000000003 " HEX_OM HEX_NIL "02 00 "
+                                                  HEX_BC "0000000000000009 "
+                                                  "c0551e8d392b509ba47bae46f75befac "
+                                                  "000000000000000b")});
+  // A clean write since: the next verdict is positive, code 0.
+  feed("0000000000000004 " HEX_BC HEX_OM "00 050162 020000000000000007 00 " HEX_BC);
+  mark = net.sent.size();
+  feed("0000000000000005 " HEX_BC HEX_OM "02 00 " HEX_BC "000000000000000a " HEX_BC);
+  CHECK(sent_since(net, mark)
+        == std::vector<std::string>{line("clone", "0000000000000005 " HEX_OM HEX_NIL "02 01 "
+                                                  HEX_BC "000000000000000a "
+                                                  "c0551e8d392b509ba47bae46f75befac "
+                                                  "0000000000000000")});
+  CHECK(master->malformed() == 0);
+}

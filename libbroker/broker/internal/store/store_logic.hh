@@ -113,6 +113,7 @@ struct store_stats {
   size_t out_of_order_updates = 0; ///< Updates held until the ones before them arrive.
   size_t unacknowledged_updates = 0; ///< Produced updates held until acknowledged.
   uint64_t processed_updates = 0;  ///< Produced updates acknowledged by every consumer.
+  uint64_t rejected_writes = 0;    ///< Master: writes it rejected (type_clash, ...).
 };
 
 /// See the file comment. Single-threaded.
@@ -148,6 +149,14 @@ public:
   /// writes back while its master has too many unacknowledged (that is how a writer is
   /// slowed down to the pace of the master).
   virtual void write(store_op op, timestamp now, std::function<void()> done = {}) = 0;
+
+  /// The master's verdict on the writes made through this store since the previous call
+  /// (doc/stores.md, "The master's verdict"): replies `true` once the master has processed
+  /// them all and rejected none; the first rejection as an error (type_clash, ...); or
+  /// `none` if the master took them but does not report rejections (a Zeek Broker master).
+  /// A clone asks its master through the write channel (a put_unique_result that our
+  /// masters answer, and Broker's ignore); a master answers at once.
+  virtual void verdict(timestamp now, store_reply reply) = 0;
 
   /// Inserts unless present; replies with a boolean (true: inserted).
   virtual void put_unique(data key, data value, std::optional<timespan> expiry,

@@ -350,3 +350,102 @@ TEST_CASE("stores report Broker's store metrics: entries, channels, pending upda
   CHECK(a.unacknowledged_updates == 0);
   CHECK(a.processed_updates == 1);
 }
+
+TEST_CASE("a clone learns the master's verdict on its writes and reads them back",
+          "[store_logic]") {
+  bus net{11};
+  node_env env_m{net, 0}, env_c{net, 1};
+  auto master = make_master_logic("v", {ep(1), 1}, make_memory_backend(), fast_settings(),
+                                  env_m);
+  auto clone = make_clone_logic("v", {ep(2), 2}, fast_settings(), env_c);
+  net.add(master.get());
+  net.add(clone.get());
+  master->start(net.now);
+  clone->start(net.now);
+  net.run(20);
+  REQUIRE(clone->ready());
+  std::optional<expected<data>> verdict;
+  auto ask = [&] {
+    verdict.reset();
+    clone->verdict(net.now, [&](expected<data> r) { verdict = std::move(r); });
+    for (int i = 0; i < 200 && !verdict; ++i)
+      net.run(1);
+    REQUIRE(verdict);
+  };
+  // Accepted: the verdict is true, and the clone already holds the result.
+  clone->write(make_op_add("hits", count{1}, data::type::count, std::nullopt, writer_p),
+               net.now);
+  ask();
+  REQUIRE(*verdict);
+  CHECK(**verdict == data{true});
+  clone->get("hits", [](expected<data> r) {
+    REQUIRE(r);
+    CHECK(*r == data{count{1}});
+  });
+  // Rejected: increment of a string is type_clash, through the clone too.
+  clone->write(make_op_put("name", "bob", std::nullopt, writer_p), net.now);
+  clone->write(make_op_add("name", integer{1}, data::type::integer, std::nullopt, writer_p),
+               net.now);
+  clone->write(make_op_put("other", integer{2}, std::nullopt, writer_p), net.now);
+  ask();
+  REQUIRE_FALSE(*verdict);
+  CHECK(verdict->error_value() == ec::type_clash);
+  CHECK(verdict->error_value().message().find("store v: the master rejected a write") == 0);
+  CHECK(master->stats().rejected_writes == 1);
+  CHECK(std::any_of(env_m.warnings.begin(), env_m.warnings.end(), [](const std::string& w) {
+    return w.find("store v: add of key") == 0 && w.find("rejected write 1") != std::string::npos;
+  }));
+  // The rejection is reported once: the next verdict covers only later writes.
+  ask();
+  REQUIRE(*verdict);
+  CHECK(**verdict == data{true});
+  // A decrement of a missing key: no_such_key.
+  clone->write(make_op_subtract("missing", integer{1}, std::nullopt, writer_p), net.now);
+  ask();
+  REQUIRE_FALSE(*verdict);
+  CHECK(verdict->error_value() == ec::no_such_key);
+  CHECK(master->malformed() == 0);
+  CHECK(clone->malformed() == 0);
+}
+
+TEST_CASE("a master's verdict covers its local writes since the last one", "[store_logic]") {
+  bus net{12};
+  node_env env{net, 0};
+  auto master = make_master_logic("w", {ep(1), 1}, make_memory_backend(), fast_settings(),
+                                  env);
+  net.add(master.get());
+  master->start(net.now);
+  auto verdict_now = [&] {
+    std::optional<expected<data>> result;
+    master->verdict(net.now, [&](expected<data> r) { result = std::move(r); });
+    REQUIRE(result);
+    return *result;
+  };
+  CHECK(*verdict_now() == data{true});
+  master->write(make_op_put("s", "text", std::nullopt, writer_p), net.now);
+  master->write(make_op_add("s", integer{1}, data::type::integer, std::nullopt, writer_p),
+                net.now);
+  auto rejected = verdict_now();
+  REQUIRE_FALSE(rejected);
+  CHECK(rejected.error_value() == ec::type_clash);
+  CHECK(rejected.error_value().message().find("store w: add of key") == 0);
+  CHECK(*verdict_now() == data{true});
+  CHECK(master->stats().rejected_writes == 1);
+}
+
+TEST_CASE("a clone without a master answers a verdict request with no_such_master",
+          "[store_logic]") {
+  bus net{13};
+  node_env env{net, 0};
+  auto clone = make_clone_logic("x", {ep(2), 2}, fast_settings(), env);
+  net.add(clone.get());
+  clone->start(net.now);
+  std::optional<expected<data>> verdict;
+  clone->verdict(net.now, [&](expected<data> r) { verdict = std::move(r); });
+  net.run(150, 10ms);
+  CHECK(!verdict);
+  net.run(60, 10ms); // Past the 2 s request timeout.
+  REQUIRE(verdict);
+  REQUIRE_FALSE(*verdict);
+  CHECK(verdict->error_value() == ec::no_such_master);
+}
