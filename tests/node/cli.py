@@ -62,14 +62,16 @@ def test_port_in_use(binary):
         taken.listen(1)
         port = str(taken.getsockname()[1])
         # Each names the server, the address in the one printed form (*:port: all
-        # interfaces), and the option and environment variable that set it.
+        # interfaces; WebSocket and metrics bind 127.0.0.1 by default), and the option and
+        # environment variable that set it.
         cases = [
             (["-p", port], {}, ["for peerings on *:" + port, "broker.port", "BROKER_PORT"]),
             ([], {"BROKER_WEB_SOCKET_PORT": port},
-             ["for WebSocket clients on *:" + port, "broker.web-socket.port",
+             ["for WebSocket clients on 127.0.0.1:" + port, "broker.web-socket.port",
               "BROKER_WEB_SOCKET_PORT"]),
             (["--broker.metrics.port=" + port], {},
-             ["for metrics on *:" + port, "broker.metrics.port", "BROKER_METRICS_PORT"]),
+             ["for metrics on 127.0.0.1:" + port, "broker.metrics.port",
+              "BROKER_METRICS_PORT"]),
         ]
         for args, env, names in cases:
             code, _, err = run_once(binary, args + ["--broker.disable-ssl"], env=env)

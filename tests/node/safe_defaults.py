@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "lib"))
 
 from brokertest.checks import check, run_tests  # noqa: E402
-from brokertest.nodes import Node  # noqa: E402
+from brokertest.nodes import NODE_TLS, Node, cert  # noqa: E402
 from brokertest.procs import Cleanup, run_once  # noqa: E402
 
 SECRET = "correct-horse-battery-staple"
@@ -120,9 +120,22 @@ def test_dump_config_masks_the_passphrase(binary):
         code, out, err = run_once(binary, ["--broker.ssl.passphrase=" + SECRET, "--dump-config"])
         check(code == 0 and SECRET not in out + err, "masked:\n%s%s" % (out, err))
         check("given on the command line" in err, "a notice about the command line: %s" % err)
-        # --check-config reads the same file and prints no secret either.
+        # --check-config reads the same file and prints no secret either: not when the
+        # passphrase alone is refused (broker.ssl.* without a certificate and key) ...
         code, out, err = run_once(binary, ["--config-file=" + path, "--check-config"])
-        check(code == 0 and SECRET not in out + err, "check-config:\n%s%s" % (out, err))
+        check(code == 1 and SECRET not in out + err, "check-config:\n%s%s" % (out, err))
+        # ... nor when the passphrase is wrong for the test PKI's key ...
+        tls = ["--broker.ssl.certificate=" + cert("server.pem"),
+               "--broker.ssl.key=" + cert("server.enc.key"),
+               "--broker.ssl.cafile=" + cert("ca.pem")]
+        code, out, err = run_once(binary, ["--config-file=" + path, "--check-config"] + tls)
+        check(code == 1 and SECRET not in out + err, "check-config, wrong key:\n%s%s" % (out, err))
+        # ... nor when it is right.
+        with open(path, "w") as f:
+            f.write('broker.ssl.passphrase = "%s"\n' % NODE_TLS["passphrase"])
+        code, out, err = run_once(binary, ["--config-file=" + path, "--check-config"] + tls)
+        check(code == 0 and NODE_TLS["passphrase"] not in out + err,
+              "check-config, right key:\n%s%s" % (out, err))
 
 
 if __name__ == "__main__":
