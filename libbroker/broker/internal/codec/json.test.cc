@@ -1,4 +1,5 @@
 #include "broker/internal/codec/json.hh"
+#include "broker/internal/codec/json.test.hh"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,7 @@ data enum_val(std::string name) {
 
 /// Decodes a value object that must be valid.
 data decode_ok(std::string_view text) {
+  json::test::check_paths_agree(text);
   data result;
   auto res = json::decode(text, result);
   INFO("input: " << text);
@@ -81,6 +83,7 @@ data decode_ok(std::string_view text) {
 
 /// The §8 context of a data message as message number `n`; "ok" when it decodes.
 std::string context_of(std::string_view text, size_t n = 1) {
+  json::test::check_paths_agree(text);
   std::string topic;
   data value;
   auto res = json::decode_data_message(text, topic, value);
@@ -104,6 +107,7 @@ std::string message(std::string_view type, std::string_view data_json) {
 
 /// The status of decoding `{"@data-type":"<type>","data":<data_json>}`.
 json::decode_status status_of(std::string_view type, std::string_view data_json) {
+  json::test::check_paths_agree(message(type, data_json));
   std::string topic;
   data value;
   return json::decode_data_message(message(type, data_json), topic, value).status;
@@ -114,6 +118,7 @@ std::string reencode(std::string_view type, std::string_view data_json) {
   std::string topic;
   data value;
   auto text = message(type, data_json);
+  json::test::check_paths_agree(text);
   auto res = json::decode_data_message(text, topic, value);
   INFO("input: " << text);
   REQUIRE(res);
@@ -124,6 +129,8 @@ std::string reencode(std::string_view type, std::string_view data_json) {
 void check_round_trip(const data& x) {
   auto text = json::encode(x);
   INFO("value: " << x << "\nencoded: " << text);
+  json::test::check_paths_agree(text);
+  json::test::check_paths_agree(json::encode_data_message("/t", x));
   data y;
   auto res = json::decode(text, y);
   INFO("context: " << (res ? "ok"s : json::error_context(1, res)));
@@ -302,6 +309,12 @@ TEST_CASE("the pretty-printed baseline decodes to the same value", "[json]") {
 }
 
 // -- §10.3 error frames ------------------------------------------------------------------
+
+TEST_CASE("the decoder's two paths agree on the §10.2 messages", "[json]") {
+  // The single pass takes all three spellings (compact, Python's, indented).
+  for (auto text : {all_types_input, all_types_output, std::string_view{all_types_baseline}})
+    CHECK(json::test::check_paths_agree(text));
+}
 
 TEST_CASE("an unknown @data-type yields the error.py frame, then what was wrong", "[json]") {
   auto text = R"({"topic": "/test", "@data-type": "phone", "data": "555-0123"})";
@@ -1428,6 +1441,7 @@ bool has_sub_ms_timestamp(const data& x) {
 /// Decodes `text` every way; whatever decodes must survive encode then decode.
 void check_total(std::string_view text) {
   INFO("input: " << printable(text));
+  json::test::check_paths_agree(text);
   std::string topic;
   data value;
   auto res = json::decode_data_message(text, topic, value);
