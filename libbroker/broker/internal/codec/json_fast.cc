@@ -24,9 +24,6 @@ namespace {
 /// A stack grown beyond this many values by one large message is released afterwards.
 constexpr size_t max_retained_values = 4096;
 
-/// The caller's value, as opposed to a slot on the stack.
-constexpr size_t top_slot = std::numeric_limits<size_t>::max();
-
 constexpr auto slot_of(data::type type) noexcept {
   return static_cast<size_t>(type);
 }
@@ -43,19 +40,21 @@ public:
     if (glue("{\"type\":")) {
       std::string_view raw;
       uint8_t flags = 0;
-      if (!string_token(raw, flags) || !glue(",\"topic\":"))
+      if (!literal("\"data-message\"") && !string_token(raw, flags))
+        return false;
+      if (!glue(",\"topic\":"))
         return false;
     } else if (!glue("{\"topic\":")) {
       return false;
     }
     if (!string_into(topic) || is_reserved_topic(topic))
       return false; // the general path words the reserved topic
-    return glue(",\"@data-type\":") && value_fields(top_slot, 1) && at_end();
+    return glue(",\"@data-type\":") && value_body(true, 1) && glue("}") && at_end();
   }
 
   /// `{"@data-type":...,"data":...}`.
   bool value_object() {
-    return max_depth_ >= 1 && glue("{\"@data-type\":") && value_fields(top_slot, 1)
+    return max_depth_ >= 1 && glue("{\"@data-type\":") && value_body(true, 1) && glue("}")
            && at_end();
   }
 
@@ -122,9 +121,12 @@ private:
         ws();
       return true;
     }
-    // Without whitespace next, the first token must match here.
-    auto c = peek();
-    if (c != pattern[0] && (static_cast<uint8_t>(c) > ' ' || !is_json_whitespace(c)))
+    // Where the text first differs from the pattern, only whitespace can make it match.
+    auto avail = in_.size() - pos_;
+    size_t i = 0;
+    while (i < avail && i < size && in_[pos_ + i] == pattern[i])
+      ++i;
+    if (i == avail || !is_json_whitespace(in_[pos_ + i]))
       return false;
     return glue_spaced({pattern, size});
   }
@@ -239,54 +241,53 @@ private:
   }
 
   // -- values -------------------------------------------------------------------------------
+  //
+  // Each value goes to one of two places: the caller's value (`top`), whose string or
+  // vector keeps its capacity, or a new element on the stack, constructed in place.
 
-  data& at(size_t slot) noexcept { return slot == top_slot ? *top_ : stack_[slot]; }
-
-  /// Sets the value at `slot` to the alternative `T` constructed from `args`.
-  template <data::type T, class... Ts>
-  auto& put(size_t slot, Ts&&... args) {
-    return at(slot).get_data().template emplace<slot_of(T)>(std::forward<Ts>(args)...);
+  /// Stores `x`, of the alternative `T`.
+  template <data::type T, class V>
+  void put(bool top, V&& x) {
+    if (top)
+      top_->get_data().template emplace<slot_of(T)>(std::forward<V>(x));
+    else
+      stack_.emplace_back(std::forward<V>(x));
   }
 
-  /// The alternative `T` of the value at `slot`, keeping its contents if it has it already
-  /// (so that a string or vector reuses its capacity).
+  /// The alternative `T` (default-constructed, or as it was in the caller's value) to fill.
   template <data::type T>
-  auto& reuse(size_t slot) {
-    auto& var = at(slot).get_data();
+  auto& place(bool top) {
+    using type = std::variant_alternative_t<slot_of(T), data::variant_type>;
+    auto& var = top ? top_->get_data() : stack_.emplace_back(type{}).get_data();
     if (var.index() != slot_of(T))
       var.template emplace<slot_of(T)>();
     return *std::get_if<slot_of(T)>(&var);
   }
 
-  /// After `{"@data-type":` of an object at nesting `depth`: `"<T>","data":<V>}`, or for
-  /// none `"none"` followed by `}`, `,"data":{}}` or `,"data":null}`.
-  bool value_fields(size_t slot, size_t depth) {
+  /// After `{"@data-type":` of an object at nesting `depth`: `"<T>","data":<V>`, or for
+  /// none `"none"` with no data, `,"data":{}` or `,"data":null`. The caller reads the `}`
+  /// (together with what follows it).
+  bool value_body(bool top, size_t depth) {
     data::type type;
     if (!type_name(type))
       return false;
     if (type == data::type::none) {
-      if (!glue("}")) {
-        if (!glue(",\"data\":"))
-          return false;
-        if (!(depth + 1 <= max_depth_ && glue("{}")) && !literal("null"))
-          return false;
-        if (!glue("}"))
-          return false;
-      }
-      put<data::type::none>(slot);
+      if (glue(",\"data\":") && !(depth + 1 <= max_depth_ && glue("{}")) && !literal("null"))
+        return false;
+      put<data::type::none>(top, none{});
       return true;
     }
-    return glue(",\"data\":") && value_data(type, slot, depth) && glue("}");
+    return glue(",\"data\":") && value_data(type, top, depth);
   }
 
-  bool value_data(data::type type, size_t slot, size_t depth) {
+  bool value_data(data::type type, bool top, size_t depth) {
     using t = data::type;
     switch (type) {
       case t::boolean:
         if (literal("true"))
-          put<t::boolean>(slot, true);
+          put<t::boolean>(top, true);
         else if (literal("false"))
-          put<t::boolean>(slot, false);
+          put<t::boolean>(top, false);
         else
           return false;
         return true;
@@ -295,7 +296,7 @@ private:
         if (!number(num) || !(num.flags & flag_integral)
             || ((num.flags & flag_negative) && num.magnitude != 0)) // "-0" is zero
           return false;
-        put<t::count>(slot, num.magnitude);
+        put<t::count>(top, count{num.magnitude});
         return true;
       }
       case t::integer: {
@@ -303,48 +304,48 @@ private:
         if (!number(num) || !(num.flags & flag_integral))
           return false;
         if (num.flags & flag_negative)
-          put<t::integer>(slot, num.magnitude == max_negative_magnitude
-                                  ? std::numeric_limits<integer>::min()
-                                  : -static_cast<integer>(num.magnitude));
+          put<t::integer>(top, num.magnitude == max_negative_magnitude
+                                 ? std::numeric_limits<integer>::min()
+                                 : -static_cast<integer>(num.magnitude));
         else if (num.magnitude > static_cast<uint64_t>(std::numeric_limits<integer>::max()))
           return false;
         else
-          put<t::integer>(slot, static_cast<integer>(num.magnitude));
+          put<t::integer>(top, static_cast<integer>(num.magnitude));
         return true;
       }
       case t::real:
-        return real_data(slot);
+        return real_data(top);
       case t::string:
-        return string_into(reuse<t::string>(slot));
+        return string_into(place<t::string>(top));
       case t::enum_value:
-        return string_into(reuse<t::enum_value>(slot).name);
+        return string_into(place<t::enum_value>(top).name);
       case t::address:
-        return parsed<t::address>(slot, address::parse);
+        return parsed<t::address>(top, address::parse);
       case t::subnet:
-        return parsed<t::subnet>(slot, subnet::parse);
+        return parsed<t::subnet>(top, subnet::parse);
       case t::port:
-        return parsed<t::port>(slot, port::parse);
+        return parsed<t::port>(top, port::parse);
       case t::timestamp:
-        return parsed<t::timestamp>(slot, parse_timestamp);
+        return parsed<t::timestamp>(top, parse_timestamp);
       case t::timespan:
-        return parsed<t::timespan>(slot, parse_timespan);
+        return parsed<t::timespan>(top, parse_timespan);
       case t::set:
-        return set_data(slot, depth + 1);
+        return set_data(top, depth + 1);
       case t::table:
-        return table_data(slot, depth + 1);
+        return table_data(top, depth + 1);
       case t::vector:
-        return vector_data(slot, depth + 1);
+        return vector_data(top, depth + 1);
       default: // none has no data
         return false;
     }
   }
 
-  bool real_data(size_t slot) {
+  bool real_data(bool top) {
     using t = data::type;
     auto c = peek();
     if (c == '-' || is_json_digit(c)) {
       if (literal("-Infinity") || literal("-inf")) {
-        put<t::real>(slot, -std::numeric_limits<real>::infinity());
+        put<t::real>(top, -std::numeric_limits<real>::infinity());
         return true;
       }
       auto start = pos_;
@@ -352,15 +353,15 @@ private:
       if (!number(num))
         return false;
       // Integer tokens are accepted too [fix], as in the general path.
-      put<t::real>(slot, to_double(in_.substr(start, pos_ - start)));
+      put<t::real>(top, to_double(in_.substr(start, pos_ - start)));
       return true;
     }
     if (literal("NaN") || literal("nan")) {
-      put<t::real>(slot, std::numeric_limits<real>::quiet_NaN());
+      put<t::real>(top, std::numeric_limits<real>::quiet_NaN());
       return true;
     }
     if (literal("Infinity") || literal("inf")) {
-      put<t::real>(slot, std::numeric_limits<real>::infinity());
+      put<t::real>(top, std::numeric_limits<real>::infinity());
       return true;
     }
     return false;
@@ -368,7 +369,7 @@ private:
 
   /// A string parsed by `parse` (which returns an optional).
   template <data::type T, class Parse>
-  bool parsed(size_t slot, Parse parse) {
+  bool parsed(bool top, Parse parse) {
     std::string_view raw;
     uint8_t flags = 0;
     if (!string_token(raw, flags))
@@ -381,49 +382,61 @@ private:
     auto value = parse(text);
     if (!value)
       return false;
-    put<T>(slot, *value);
+    put<T>(top, *value);
     return true;
   }
 
-  /// After `{"@data-type":` of an element at nesting `depth`: its value, on the stack.
-  bool element(size_t depth) {
-    auto slot = stack_.size();
-    stack_.emplace_back();
-    return value_fields(slot, depth);
-  }
-
   /// The elements of the array that comes next (at nesting `depth`), pushed on the stack.
-  /// Table entries push key and value.
+  /// Table entries push key and value. Each element's `}` is read together with what
+  /// follows it, e.g. `},{"@data-type":` between elements.
   template <bool IsTable>
   bool elements(size_t depth) {
     if (depth > max_depth_ || !glue("["))
       return false;
     if (glue("]"))
       return true;
-    do {
-      if constexpr (IsTable) {
-        if (depth + 2 > max_depth_ || !glue("{\"key\":{\"@data-type\":") || !element(depth + 2)
-            || !glue(",\"value\":{\"@data-type\":") || !element(depth + 2) || !glue("}"))
-          return false;
-      } else if (depth + 1 > max_depth_ || !glue("{\"@data-type\":") || !element(depth + 1)) {
+    if constexpr (IsTable) {
+      if (depth + 2 > max_depth_ || !glue("{\"key\":{\"@data-type\":"))
         return false;
+      for (;;) {
+        if (!value_body(false, depth + 2) || !glue("},\"value\":{\"@data-type\":")
+            || !value_body(false, depth + 2))
+          return false;
+        if (!glue("}},{\"key\":{\"@data-type\":"))
+          return glue("}}]");
       }
-    } while (glue(","));
-    return glue("]");
+    } else {
+      if (depth + 1 > max_depth_ || !glue("{\"@data-type\":"))
+        return false;
+      for (;;) {
+        if (!value_body(false, depth + 1))
+          return false;
+        if (!glue("},{\"@data-type\":"))
+          return glue("}]");
+      }
+    }
   }
 
-  bool vector_data(size_t slot, size_t depth) {
+  bool vector_data(bool top, size_t depth) {
     auto base = stack_.size();
     if (!elements<false>(depth))
       return false;
     auto first = std::make_move_iterator(stack_.begin() + static_cast<ptrdiff_t>(base));
     auto last = std::make_move_iterator(stack_.end());
-    reuse<data::type::vector>(slot).assign(first, last);
-    stack_.resize(base);
+    if (top) {
+      auto& xs = place<data::type::vector>(true);
+      xs.clear(); // then move-construct: cheaper than assign(), which move-assigns
+      xs.insert(xs.end(), first, last);
+      stack_.resize(base);
+    } else {
+      broker::vector xs(first, last);
+      stack_.resize(base);
+      stack_.emplace_back(std::move(xs));
+    }
     return true;
   }
 
-  bool set_data(size_t slot, size_t depth) {
+  bool set_data(bool top, size_t depth) {
     auto base = stack_.size();
     if (!elements<false>(depth))
       return false;
@@ -432,11 +445,11 @@ private:
       if (!xs.insert(std::move(stack_[i])).second)
         return false; // a duplicate: the general path decides what to report
     stack_.resize(base);
-    put<data::type::set>(slot, std::move(xs));
+    put<data::type::set>(top, std::move(xs));
     return true;
   }
 
-  bool table_data(size_t slot, size_t depth) {
+  bool table_data(bool top, size_t depth) {
     auto base = stack_.size();
     if (!elements<true>(depth))
       return false;
@@ -445,7 +458,7 @@ private:
       if (!xs.emplace(std::move(stack_[i]), std::move(stack_[i + 1])).second)
         return false; // a duplicate key
     stack_.resize(base);
-    put<data::type::table>(slot, std::move(xs));
+    put<data::type::table>(top, std::move(xs));
     return true;
   }
 

@@ -70,7 +70,9 @@ struct scan_result {
 /// Accepts every byte except an unescaped quote or backslash; escapes are `\"`, `\\`, `\/`,
 /// `\b`, `\f`, `\n`, `\r`, `\t`, Broker's `\v` and `\uXXXX`. Adds flag_escaped and
 /// flag_non_ascii to `flags`.
-inline scan_result scan_string(std::string_view in, size_t pos, uint8_t& flags) noexcept {
+// Inlined: the call overhead is a good part of the cost of a short string.
+__attribute__((always_inline)) inline scan_result scan_string(std::string_view in, size_t pos,
+                                                              uint8_t& flags) noexcept {
   auto size = in.size();
   auto data = in.data();
   uint64_t high_bits = 0; // bit 7 of each byte: any raw byte >= 0x80 seen
@@ -162,6 +164,39 @@ struct number_scan {
   uint8_t flags;      ///< flag_integral, flag_negative.
 };
 
+/// The optional `.digits` and `[eE][+-]digits` of a number token from `pos`; clears
+/// flag_integral if either is present.
+inline scan_result scan_fraction_and_exponent(std::string_view in, size_t pos,
+                                              uint8_t& flags) noexcept {
+  auto size = in.size();
+  auto data = in.data();
+  if (pos >= size || (data[pos] != '.' && data[pos] != 'e' && data[pos] != 'E'))
+    return {pos, pec::unexpected_character, true}; // the common case: an integer
+  auto digits = [&]() -> scan_result {
+    if (pos >= size)
+      return {pos, pec::unexpected_eof, false};
+    if (!is_json_digit(data[pos]))
+      return {pos, pec::unexpected_character, false};
+    while (pos < size && is_json_digit(data[pos]))
+      ++pos;
+    return {pos, pec::unexpected_character, true};
+  };
+  flags &= ~flag_integral;
+  if (data[pos] == '.') {
+    ++pos;
+    if (auto res = digits(); !res.ok)
+      return res;
+  }
+  if (pos < size && (data[pos] == 'e' || data[pos] == 'E')) {
+    ++pos;
+    if (pos < size && (data[pos] == '+' || data[pos] == '-'))
+      ++pos;
+    if (auto res = digits(); !res.ok)
+      return res;
+  }
+  return {pos, pec::unexpected_character, true};
+}
+
 /// Scans a number token from `pos` (at '-' or a digit; the caller handles `-Infinity` and
 /// `-inf`): `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`. Integer tokens beyond
 /// the 64-bit ranges fail with integer_overflow or integer_underflow at the first digit that
@@ -180,16 +215,18 @@ inline scan_result scan_number(std::string_view in, size_t pos, number_scan& out
   }
   if (pos >= size || !is_json_digit(data[pos]))
     return fail_at(pos);
-  auto limit = (flags & flag_negative) ? max_negative_magnitude : max_positive_magnitude;
-  auto overflow_at = std::string_view::npos;
   uint64_t magnitude = 0;
+  auto overflow_at = std::string_view::npos;
   if (data[pos] == '0') {
     ++pos;
   } else {
     // 18 digits always fit; from the 19th on, check each against the limit.
     auto fast_end = size - pos > 18 ? pos + 18 : size;
-    for (; pos < fast_end && is_json_digit(data[pos]); ++pos)
+    do {
       magnitude = magnitude * 10 + static_cast<uint64_t>(data[pos] - '0');
+      ++pos;
+    } while (pos < fast_end && is_json_digit(data[pos]));
+    auto limit = (flags & flag_negative) ? max_negative_magnitude : max_positive_magnitude;
     for (; pos < size && is_json_digit(data[pos]); ++pos) {
       auto digit = static_cast<uint64_t>(data[pos] - '0');
       if (overflow_at != std::string_view::npos)
@@ -200,30 +237,14 @@ inline scan_result scan_number(std::string_view in, size_t pos, number_scan& out
         magnitude = magnitude * 10 + digit;
     }
   }
-  if (pos < size && data[pos] == '.') {
-    flags &= ~flag_integral;
-    ++pos;
-    if (pos >= size || !is_json_digit(data[pos]))
-      return fail_at(pos);
-    while (pos < size && is_json_digit(data[pos]))
-      ++pos;
-  }
-  if (pos < size && (data[pos] == 'e' || data[pos] == 'E')) {
-    flags &= ~flag_integral;
-    ++pos;
-    if (pos < size && (data[pos] == '+' || data[pos] == '-'))
-      ++pos;
-    if (pos >= size || !is_json_digit(data[pos]))
-      return fail_at(pos);
-    while (pos < size && is_json_digit(data[pos]))
-      ++pos;
-  }
-  if ((flags & flag_integral) && overflow_at != std::string_view::npos)
+  auto rest = scan_fraction_and_exponent(in, pos, flags);
+  // Only an integer token overflows; a fraction or exponent makes it a real.
+  if (rest.ok && (flags & flag_integral) && overflow_at != std::string_view::npos)
     return {overflow_at,
             (flags & flag_negative) ? pec::integer_underflow : pec::integer_overflow, false};
   out.magnitude = magnitude;
   out.flags = flags;
-  return {pos, pec::unexpected_character, true};
+  return rest;
 }
 
 // -- token values (json_decode.cc) ---------------------------------------------------------
