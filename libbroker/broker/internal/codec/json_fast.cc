@@ -62,7 +62,7 @@ public:
   bool filter(std::vector<std::string>& out) {
     if (max_depth_ < 1 || !glue("["))
       return false;
-    if (!glue("]")) {
+    if (!consume(']')) {
       do {
         if (!string_into(out.emplace_back()))
           return false;
@@ -98,6 +98,16 @@ private:
     return pos_ == in_.size();
   }
 
+  /// Consumes the constant `word` if it comes next (one comparison of known size).
+  template <size_t N>
+  __attribute__((always_inline)) bool literal(const char (&word)[N]) noexcept {
+    constexpr auto size = N - 1;
+    if (in_.size() - pos_ < size || std::memcmp(in_.data() + pos_, word, size) != 0)
+      return false;
+    pos_ += size;
+    return true;
+  }
+
   /// Consumes `word` if it comes next.
   bool literal(std::string_view word) noexcept {
     if (in_.size() - pos_ < word.size()
@@ -112,7 +122,7 @@ private:
   /// the value that follows; on a mismatch, nothing. (Brackets in patterns are opened
   /// after a check of the nesting limit by the caller.) Compact text matches at once.
   template <size_t N>
-  bool glue(const char (&pattern)[N]) noexcept {
+  __attribute__((always_inline)) bool glue(const char (&pattern)[N]) noexcept {
     constexpr auto size = N - 1;
     if (in_.size() - pos_ >= size && std::memcmp(in_.data() + pos_, pattern, size) == 0) {
       pos_ += size;
@@ -121,14 +131,20 @@ private:
         ws();
       return true;
     }
-    // Where the text first differs from the pattern, only whitespace can make it match.
+    return glue_mismatch({pattern, size});
+  }
+
+  /// glue() after a mismatch: where the text first differs from the pattern, only
+  /// whitespace can make it match.
+  __attribute__((noinline)) bool glue_mismatch(std::string_view pattern) noexcept {
+    auto size = pattern.size();
     auto avail = in_.size() - pos_;
     size_t i = 0;
     while (i < avail && i < size && in_[pos_ + i] == pattern[i])
       ++i;
     if (i == avail || !is_json_whitespace(in_[pos_ + i]))
       return false;
-    return glue_spaced({pattern, size});
+    return glue_spaced(pattern);
   }
 
   /// glue() for text with whitespace (or no match).
@@ -183,6 +199,26 @@ private:
     auto c = peek();
     if (c != '-' && !is_json_digit(c))
       return false;
+    // Most numbers are short integers: up to 18 digits (no overflow possible), not "0"
+    // (which must not have more digits) and then no digit, '.', 'e' or 'E'.
+    auto size = in_.size();
+    auto pos = pos_ + (c == '-');
+    auto end = size - pos > 18 ? pos + 18 : size;
+    if (pos < end && in_[pos] >= '1' && in_[pos] <= '9') {
+      uint64_t magnitude = 0;
+      do {
+        magnitude = magnitude * 10 + static_cast<uint64_t>(in_[pos] - '0');
+        ++pos;
+      } while (pos < end && is_json_digit(in_[pos]));
+      if (pos == size
+          || (!is_json_digit(in_[pos]) && in_[pos] != '.' && in_[pos] != 'e'
+              && in_[pos] != 'E')) {
+        num.magnitude = magnitude;
+        num.flags = c == '-' ? flag_integral | flag_negative : flag_integral;
+        pos_ = pos;
+        return true;
+      }
+    }
     auto res = scan_number(in_, pos_, num);
     if (!res.ok)
       return false;
@@ -196,7 +232,7 @@ private:
   bool type_name(data::type& type) noexcept {
     if (in_.size() - pos_ < 5 || in_[pos_] != '"')
       return false;
-    auto is = [&](std::string_view quoted, data::type candidate) {
+    auto is = [&](const auto& quoted, data::type candidate) {
       if (!literal(quoted))
         return false;
       type = candidate;
@@ -393,7 +429,7 @@ private:
   bool elements(size_t depth) {
     if (depth > max_depth_ || !glue("["))
       return false;
-    if (glue("]"))
+    if (consume(']')) // glue() took the whitespace after '['
       return true;
     if constexpr (IsTable) {
       if (depth + 2 > max_depth_ || !glue("{\"key\":{\"@data-type\":"))
@@ -402,6 +438,8 @@ private:
         if (!value_body(false, depth + 2) || !glue("},\"value\":{\"@data-type\":")
             || !value_body(false, depth + 2))
           return false;
+        if (literal("}}]"))
+          return true;
         if (!glue("}},{\"key\":{\"@data-type\":"))
           return glue("}}]");
       }
@@ -411,6 +449,8 @@ private:
       for (;;) {
         if (!value_body(false, depth + 1))
           return false;
+        if (literal("}]"))
+          return true;
         if (!glue("},{\"@data-type\":"))
           return glue("}]");
       }
