@@ -692,7 +692,13 @@ decode_result decoder::data_message(std::string_view text, std::string& topic, d
                                     size_t max_depth) {
   if (fast_data_message(text, topic, value, max_depth, stack_))
     return decode_result{};
-  return general_data_message(text, topic, value, max_depth, tape_);
+  auto result = general_data_message(text, topic, value, max_depth, tape_);
+  // The general path is for unusual messages now: a session need not keep the tape of a
+  // large one (16 bytes per token) until it ends.
+  constexpr size_t max_retained_tokens = 1024;
+  if (tape_.capacity() > max_retained_tokens)
+    std::vector<token>{}.swap(tape_);
+  return result;
 }
 
 decode_result decode(std::string_view text, data& value, size_t max_depth) {

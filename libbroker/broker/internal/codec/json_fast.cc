@@ -21,8 +21,9 @@ namespace broker::internal::json::detail {
 
 namespace {
 
-/// A stack grown beyond this many values by one large message is released afterwards.
-constexpr size_t max_retained_values = 4096;
+/// A stack grown beyond this many values (14 KiB) by one large message is released
+/// afterwards: a session keeps one, and a typical event needs a few dozen.
+constexpr size_t max_retained_values = 256;
 
 constexpr auto slot_of(data::type type) noexcept {
   return static_cast<size_t>(type);
