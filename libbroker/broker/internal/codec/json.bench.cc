@@ -4,7 +4,9 @@
 // Shapes:
 //   string  {"type":"data-message","topic":"/fanout/data","@data-type":"string",
 //           "data":"<64 x>"}: what bench/fanout_cost.py's ingest section publishes;
-//   event   a Zeek event [1, 1, ["event_1", [42, "test"]]] in the v1 encoding.
+//   event   a Zeek event [1, 1, ["event_1", [42, "test"]]] in the v1 encoding;
+//   conn    a Zeek event carrying a connection record, one value of nearly every type:
+//           timestamps, addresses, ports, timespan, enum, set, table, reals, unset fields.
 //
 // Usage: broker-json-bench [--reps R] [--fixed SHAPE N]
 //   Prints ns per decoded message for each shape, the median of R runs of 1 000 000.
@@ -33,6 +35,28 @@ namespace json = broker::internal::json;
 namespace {
 
 std::string shape_text(const std::string& name) {
+  if (name == "conn")
+    return R"({"type":"data-message","topic":"/zeek/event/conn","@data-type":"vector","data":[)"
+           R"({"@data-type":"count","data":1},{"@data-type":"count","data":1},)"
+           R"({"@data-type":"vector","data":[)"
+           R"({"@data-type":"string","data":"connection_state_remove"},)"
+           R"({"@data-type":"vector","data":[{"@data-type":"vector","data":[)"
+           R"({"@data-type":"timestamp","data":"2023-04-18T14:13:14.123"},)"
+           R"({"@data-type":"string","data":"CHhAvVGS1DHFjwGM9"},)"
+           R"({"@data-type":"vector","data":[)"
+           R"({"@data-type":"address","data":"192.168.1.102"},)"
+           R"({"@data-type":"port","data":"68/udp"},)"
+           R"({"@data-type":"address","data":"2001:db8::1"},)"
+           R"({"@data-type":"port","data":"443/tcp"}]},)"
+           R"({"@data-type":"enum-value","data":"tcp"},)"
+           R"({"@data-type":"timespan","data":"1.5s"},)"
+           R"({"@data-type":"count","data":1458},{"@data-type":"count","data":98234},)"
+           R"({"@data-type":"real","data":0.25},{"@data-type":"boolean","data":true},)"
+           R"({"@data-type":"none","data":{}},{"@data-type":"integer","data":-3},)"
+           R"({"@data-type":"set","data":[{"@data-type":"string","data":"http"},)"
+           R"({"@data-type":"string","data":"ssl"}]},)"
+           R"({"@data-type":"table","data":[{"key":{"@data-type":"string","data":"k"},)"
+           R"("value":{"@data-type":"count","data":7}}]}]}]}]}]})";
   if (name == "event")
     return R"({"type":"data-message","topic":"/zeek/event/x","@data-type":"vector","data":[)"
            R"({"@data-type":"count","data":1},{"@data-type":"count","data":1},)"
@@ -81,11 +105,12 @@ int main(int argc, char** argv) {
       std::printf("decoded %zu of %zu\n", run_decodes(text, n), n);
       return 0;
     } else {
-      std::fprintf(stderr, "usage: broker-json-bench [--reps R] [--fixed string|event N]\n");
+      std::fprintf(stderr,
+                   "usage: broker-json-bench [--reps R] [--fixed string|event|conn N]\n");
       return 1;
     }
   }
-  for (auto name : {"string", "event"}) {
+  for (auto name : {"string", "event", "conn"}) {
     auto text = shape_text(name);
     std::printf("%-7s %4zu bytes %8.1f ns/message\n", name, text.size(),
                 measure(text, reps, 1000000));
