@@ -33,6 +33,11 @@ protected:
     return queue_->push(xs, nullptr, n);
   }
 
+  push_result do_push_adopted(const data_message* xs, const route_info*,
+                              size_t n) override {
+    return queue_->push_adopted(xs, nullptr, n);
+  }
+
 private:
   std::shared_ptr<send_queue> queue_;
 };

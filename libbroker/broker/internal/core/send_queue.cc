@@ -1,5 +1,7 @@
 #include "broker/internal/core/send_queue.hh"
 
+#include <algorithm>
+
 namespace broker::internal {
 
 send_queue::send_queue(size_t capacity, overflow_policy policy) : items_(capacity, policy) {
@@ -25,20 +27,22 @@ void send_queue::schedule() {
     cb();
 }
 
-push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
-  if (n == 0 || closed())
-    return {};
+template <class Make>
+push_result send_queue::push_impl(size_t n, Make&& make) {
   auto before = items_.size();
   bool was_empty = false;
-  auto result = items_.push(
-    n,
-    [xs, routes](size_t i) {
-      return send_item{xs[i], routes != nullptr ? routes[i] : route_info{}};
-    },
-    was_empty);
+  auto result = items_.push(n, make, was_empty);
   if (result.disconnected) {
     overflowed_.store(true, std::memory_order_release);
-    closed_.store(true, std::memory_order_release);
+    std::vector<room_waiters::waker> wake;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      closed_.store(true, std::memory_order_release);
+      // Closed like close(): waiters must not depend on a take() (a closing connection
+      // no longer takes) nor on a later close(), which finds the queue closed already.
+      wake = waiters_.take();
+    }
+    room_waiters::wake(wake);
   }
   if (result.accepted > 0 || result.disconnected)
     schedule();
@@ -52,6 +56,35 @@ push_result send_queue::push(const data_message* xs, const route_info* routes, s
     if (cb)
       cb();
   }
+  return result;
+}
+
+push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
+  if (n == 0 || closed())
+    return {};
+  return push_impl(n, [xs, routes](size_t i) {
+    return send_item{xs[i], routes != nullptr ? routes[i] : route_info{}};
+  });
+}
+
+push_result send_queue::push_adopted(const data_message* xs, const route_info* routes,
+                                     size_t n) {
+  if (n == 0)
+    return {};
+  // The ring builds exactly the items it takes, in order, from one contiguous range of xs.
+  size_t lo = n;
+  size_t hi = 0;
+  push_result result;
+  if (!closed())
+    result = push_impl(n, [xs, routes, &lo, &hi](size_t i) {
+      lo = std::min(lo, i);
+      hi = i + 1;
+      return send_item{data_message::adopt(xs[i].impl()),
+                       routes != nullptr ? routes[i] : route_info{}};
+    });
+  for (size_t i = 0; i < n; ++i)
+    if (i < lo || i >= hi)
+      xs[i].impl().deref();
   return result;
 }
 

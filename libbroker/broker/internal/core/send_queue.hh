@@ -66,6 +66,10 @@ public:
   /// to `xs`. Any thread.
   push_result push(const data_message* xs, const route_info* routes, size_t n);
 
+  /// Like push(), for messages whose references the caller already took (one each): the
+  /// queue keeps those of the items it takes and returns the others.
+  push_result push_adopted(const data_message* xs, const route_info* routes, size_t n);
+
   /// Convenience for tests: pushes `xs` with `routes` and clears both.
   push_result push(std::vector<data_message>& xs, std::vector<route_info>& routes);
 
@@ -93,6 +97,9 @@ public:
 private:
   /// Fires the ready callback unless the connection is already scheduled.
   void schedule();
+
+  template <class Make>
+  push_result push_impl(size_t n, Make&& make);
 
   mpsc_ring<send_item> items_;
   std::atomic<bool> scheduled_{false}; // The connection will take (or is taking).

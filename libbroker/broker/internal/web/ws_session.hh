@@ -120,6 +120,7 @@ private:
   // -- ending
   void finish(peer_end why, std::string reason, bool limit = false);
   void close_transport();
+  void end_transport();
 
   std::shared_ptr<server_impl> srv_;
   std::unique_ptr<stream> conn_;
@@ -164,6 +165,7 @@ private:
   peer_end close_end_ = peer_end::removed; ///< How the core hears of a close we started.
 
   bool finished_ = false;
+  bool transport_closed_ = false;
 };
 
 } // namespace broker::internal
