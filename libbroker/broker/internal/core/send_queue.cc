@@ -21,6 +21,7 @@ void send_queue::notify_locked(std::function<void()>& cb) {
 push_result send_queue::push(const data_message* xs, const route_info* routes, size_t n) {
   push_result result;
   std::function<void()> cb;
+  std::vector<room_waiters::waker> wake;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (!closed_) {
@@ -30,6 +31,9 @@ push_result send_queue::push(const data_message* xs, const route_info* routes, s
       if (result.disconnected) {
         overflowed_ = true;
         closed_ = true;
+        // Closed like close(): waiters must not depend on a take() (a closing connection
+        // no longer takes) nor on a later close(), which finds the queue closed already.
+        wake = waiters_.take();
       }
       size_.store(items_.size(), std::memory_order_relaxed);
       notify_locked(cb);
@@ -37,6 +41,7 @@ push_result send_queue::push(const data_message* xs, const route_info* routes, s
   }
   if (cb)
     cb();
+  room_waiters::wake(wake);
   return result;
 }
 

@@ -272,6 +272,23 @@ TEST_CASE("close wakes the waiters for room, and later requests succeed", "[send
   CHECK(a == 1);
 }
 
+TEST_CASE("an overflow under disconnect wakes the waiters for room, as close does",
+          "[send_queue]") {
+  // A store command waits for room in a peer's queue; then data overflows the queue. The
+  // queue is closed now, so the waiter must not depend on the connection draining it (a
+  // connection that is closing no longer takes) or on a later close() (a no-op now).
+  send_queue q{2, overflow_policy::disconnect};
+  push(q, 0, 1);
+  int woken = 0;
+  CHECK_FALSE(q.request_room(1, [&] { ++woken; }));
+  CHECK(push(q, 2, 2).disconnected);
+  CHECK(woken == 1);
+  q.close();
+  conn c{q};
+  c.take();
+  CHECK(woken == 1);
+}
+
 TEST_CASE("concurrent producers lose nothing, keep their order, and wake the connection "
           "only after it went idle",
           "[send_queue]") {
