@@ -2,14 +2,16 @@
 
 #include "broker/internal/core/bounded_queue.hh"
 
+#include "broker/internal/core/messages.test.hh"
+
 #include <catch2/catch.hpp>
 
 #include <memory>
-#include <numeric>
 #include <vector>
 
 using namespace broker;
 using namespace broker::internal;
+using broker::internal::test::range;
 
 namespace {
 
@@ -29,12 +31,6 @@ std::vector<int> take(buffer& b) {
   std::vector<int> out;
   b.take_all(out);
   return out;
-}
-
-std::vector<int> range(int first, int last) {
-  std::vector<int> result(static_cast<size_t>(last - first + 1));
-  std::iota(result.begin(), result.end(), first);
-  return result;
 }
 
 bool same(const push_result& x, size_t accepted, size_t dropped, bool disconnected) {

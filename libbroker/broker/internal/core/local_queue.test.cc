@@ -3,6 +3,7 @@
 
 #include "broker/internal/core/local_queue.hh"
 
+#include "broker/internal/core/messages.test.hh"
 #include "broker/internal/threads.test.hh"
 
 #include <catch2/catch.hpp>
@@ -20,8 +21,7 @@
 using namespace broker;
 using namespace broker::internal;
 using namespace std::chrono_literals;
-using broker::internal::test::bounded_thread;
-using broker::internal::test::eventually;
+using namespace broker::internal::test;
 
 namespace {
 
@@ -30,29 +30,9 @@ bool readable(const local_queue& q) {
   return ::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
 }
 
-std::vector<data_message> messages(int first, int last) {
-  std::vector<data_message> xs;
-  for (int i = first; i <= last; ++i)
-    xs.emplace_back("/t", data{i});
-  return xs;
-}
-
 push_result push(local_queue& q, int first, int last) {
-  auto xs = messages(first, last);
+  auto xs = local_msgs(first, last);
   return q.push(xs);
-}
-
-std::vector<int> values(const std::vector<data_message>& xs) {
-  std::vector<int> result;
-  for (auto& x : xs)
-    result.push_back(static_cast<int>(get<integer>(x.value())));
-  return result;
-}
-
-std::vector<int> pop(local_queue& q, size_t max) {
-  std::vector<data_message> xs;
-  q.pop(xs, max);
-  return values(xs);
 }
 
 /// What a waiting source waits on: set by its waker, on any thread.
@@ -75,16 +55,9 @@ struct wake_state {
   /// False if nobody woke us within the bound.
   bool wait() {
     std::unique_lock<std::mutex> guard{mtx};
-    return cv.wait_for(guard, test::wait_bound, [this] { return woken; });
+    return cv.wait_for(guard, wait_bound, [this] { return woken; });
   }
 };
-
-std::vector<int> range(int first, int last) {
-  std::vector<int> result;
-  for (int i = first; i <= last; ++i)
-    result.push_back(i);
-  return result;
-}
 
 } // namespace
 
@@ -260,13 +233,13 @@ TEST_CASE("wait returns once another thread pushes or closes", "[local_queue]") 
   local_queue q{4, overflow_policy::block};
   SECTION("a push") {
     bounded_thread producer{"producer", [&] { push(q, 0, 0); }};
-    CHECK(q.wait(std::chrono::milliseconds{test::wait_bound}));
+    CHECK(q.wait(std::chrono::milliseconds{wait_bound}));
     producer.join();
     CHECK(pop(q, 1) == range(0, 0));
   }
   SECTION("a close") {
     bounded_thread closer{"closer", [&] { q.close(); }};
-    CHECK_FALSE(q.wait(std::chrono::milliseconds{test::wait_bound}));
+    CHECK_FALSE(q.wait(std::chrono::milliseconds{wait_bound}));
     closer.join();
     CHECK(q.closed());
   }
@@ -298,38 +271,27 @@ TEST_CASE("concurrent producers lose nothing and keep their own order", "[local_
         }
         std::vector<data_message> xs;
         for (int i = 0; i < k; ++i)
-          xs.emplace_back("/t", data{p * 1'000'000 + next + i});
+          xs.push_back(local_msg("/t", tagged(p, next + i)));
         q.push(xs);
         next += k;
       }
     });
-  std::vector<int> next(producers, 0);
-  int received = 0;
-  int out_of_order = 0;
+  per_source_order order{producers};
   bool stalled = false;
-  std::vector<data_message> xs;
-  while (received < producers * per_producer) {
-    if (!q.wait(std::chrono::milliseconds{test::wait_bound})) {
+  while (order.received < producers * per_producer) {
+    if (!q.wait(std::chrono::milliseconds{wait_bound})) {
       stalled = true;
       break;
     }
-    xs.clear();
-    q.pop(xs, 5);
-    for (auto v : values(xs)) {
-      auto p = v / 1'000'000;
-      if (v % 1'000'000 != next[p])
-        ++out_of_order;
-      next[p] = v % 1'000'000 + 1;
-      ++received;
-    }
+    order.see(pop(q, 5));
   }
   q.close(); // Releases producers should the consumer have given up.
   for (auto& t : ts)
     t.join();
   CHECK_FALSE(stalled);
   CHECK(stalls == std::vector<int>(producers, 0));
-  CHECK(out_of_order == 0);
-  CHECK(received == producers * per_producer);
-  CHECK(next == std::vector<int>(producers, per_producer));
+  CHECK(order.out_of_order == 0);
+  CHECK(order.received == producers * per_producer);
+  CHECK(order.complete(per_producer));
   CHECK(q.size() == 0);
 }

@@ -20,25 +20,20 @@ using namespace broker::internal::test;
 
 namespace {
 
-std::vector<data_message> messages(int first, int last) {
-  std::vector<data_message> xs;
-  for (int i = first; i <= last; ++i)
-    xs.push_back(local_msg("/t", i));
-  return xs;
-}
+/// A thread that publishes 0..9 on "/t" through `src`, waiting as long as it takes.
+struct waiting_publisher {
+  explicit waiting_publisher(local_source& src)
+    : thread("publisher", [this, &src] {
+        auto xs = local_msgs(0, 9);
+        result = src.publish(xs.data(), xs.size(), -1ms, &routed);
+        returned = true;
+      }) {}
 
-std::vector<int> range(int first, int last) {
-  std::vector<int> result;
-  for (int i = first; i <= last; ++i)
-    result.push_back(i);
-  return result;
-}
-
-std::vector<int> pop(local_queue& q, size_t max) {
-  std::vector<data_message> xs;
-  q.pop(xs, max);
-  return values(xs);
-}
+  bool result = false;
+  size_t routed = 0;
+  std::atomic<bool> returned{false};
+  bounded_thread thread; // Last: starts once the members above exist.
+};
 
 } // namespace
 
@@ -60,7 +55,7 @@ TEST_CASE("a connection parks on a full block sink and resumes from the first me
   auto sink = n.add_local(1, {"/t"}, 4, overflow_policy::block);
   auto other = n.add_local(2, {"/t"}, 100, overflow_policy::drop_newest);
   net_input in{n.routing, 7, source_kind::remote};
-  for (auto& x : messages(0, 9))
+  for (auto& x : local_msgs(0, 9))
     in.add(x);
   int woken = 0;
   auto waker = [&] { ++woken; };
@@ -89,7 +84,7 @@ TEST_CASE("a connection parks on a full block sink and resumes from the first me
   CHECK(in.stats()->pending.load() == 0);
   CHECK(in.stats()->routed.load() == 10);
   // Reused for the next read.
-  for (auto& x : messages(10, 11))
+  for (auto& x : local_msgs(10, 11))
     in.add(x);
   CHECK(in.flush(waker));
   CHECK(pop(*sink, 10) == range(10, 11));
@@ -100,7 +95,7 @@ TEST_CASE("a parked connection is woken at shutdown and then discards what is pe
   node n;
   auto sink = n.add_local(1, {"/t"}, 2, overflow_policy::block);
   net_input in{n.routing, 7, source_kind::remote};
-  for (auto& x : messages(0, 4))
+  for (auto& x : local_msgs(0, 4))
     in.add(x);
   int woken = 0;
   CHECK_FALSE(in.flush([&] { ++woken; }));
@@ -117,7 +112,7 @@ TEST_CASE("publish returns at once when everything fits", "[local_source]") {
   node n;
   auto sink = n.add_local(1, {"/t"}, 10, overflow_policy::block);
   local_source src{n.routing, 100};
-  auto xs = messages(0, 4);
+  auto xs = local_msgs(0, 4);
   size_t routed = 0;
   CHECK(src.publish(xs.data(), xs.size(), 0ms, &routed));
   CHECK(routed == 5);
@@ -129,28 +124,21 @@ TEST_CASE("publish waits on a full block sink until the consumer pops", "[local_
   node n;
   auto sink = n.add_local(1, {"/t"}, 4, overflow_policy::block);
   local_source src{n.routing, 100};
-  std::atomic<bool> returned{false};
-  bool result = false;
-  size_t routed = 0;
-  bounded_thread publisher{"publisher", [&] {
-    auto xs = messages(0, 9);
-    result = src.publish(xs.data(), xs.size(), -1ms, &routed);
-    returned = true;
-  }};
+  waiting_publisher publisher{src};
   REQUIRE(eventually([&] { return src.stats()->parked.load(); }));
   CHECK(sink->size() == 4);
   CHECK(src.stats()->pending.load() == 6);
-  CHECK_FALSE(returned);
+  CHECK_FALSE(publisher.returned);
   std::vector<int> got;
   while (got.size() < 10) {
     REQUIRE(sink->wait(std::chrono::milliseconds{wait_bound}));
     for (auto v : pop(*sink, 1))
       got.push_back(v);
   }
-  publisher.join();
+  publisher.thread.join();
   CHECK(got == range(0, 9));
-  CHECK(result);
-  CHECK(routed == 10);
+  CHECK(publisher.result);
+  CHECK(publisher.routed == 10);
   CHECK_FALSE(src.stats()->parked.load());
 }
 
@@ -158,7 +146,7 @@ TEST_CASE("publish gives up at its timeout and says how many went", "[local_sour
   node n;
   auto sink = n.add_local(1, {"/t"}, 4, overflow_policy::block);
   local_source src{n.routing, 100};
-  auto xs = messages(0, 9);
+  auto xs = local_msgs(0, 9);
   size_t routed = 99;
   CHECK_FALSE(src.publish(xs.data(), xs.size(), 0ms, &routed));
   CHECK(routed == 4);
@@ -171,21 +159,16 @@ TEST_CASE("close makes a waiting publish return false, and later ones at once",
   node n;
   auto sink = n.add_local(1, {"/t"}, 4, overflow_policy::block);
   local_source src{n.routing, 100};
-  bool result = true;
-  size_t routed = 0;
-  bounded_thread publisher{"publisher", [&] {
-    auto xs = messages(0, 9);
-    result = src.publish(xs.data(), xs.size(), -1ms, &routed);
-  }};
+  waiting_publisher publisher{src};
   REQUIRE(eventually([&] { return src.stats()->parked.load(); }));
   src.close();
-  publisher.join();
-  CHECK_FALSE(result);
-  CHECK(routed == 4);
+  publisher.thread.join();
+  CHECK_FALSE(publisher.result);
+  CHECK(publisher.routed == 4);
   CHECK(src.closed());
   CHECK(pop(*sink, 10) == range(0, 3));
-  auto ys = messages(10, 10);
-  routed = 99;
+  auto ys = local_msgs(10, 10);
+  size_t routed = 99;
   CHECK_FALSE(src.publish(ys.data(), ys.size(), -1ms, &routed));
   CHECK(routed == 0);
   CHECK_FALSE(src.try_publish(ys[0]));
@@ -197,22 +180,17 @@ TEST_CASE("a waiting publish returns false when the endpoint shuts down",
   node n;
   n.add_local(1, {"/t"}, 4, overflow_policy::block);
   local_source src{n.routing, 100};
-  bool result = true;
-  size_t routed = 0;
-  bounded_thread publisher{"publisher", [&] {
-    auto xs = messages(0, 9);
-    result = src.publish(xs.data(), xs.size(), -1ms, &routed);
-  }};
+  waiting_publisher publisher{src};
   REQUIRE(eventually([&] { return src.stats()->parked.load(); }));
   // Stop routing first, then close the sinks (which wakes the publisher): it must find
   // routing stopped. (core_state::shutdown() closes first; a publisher woken before the
   // router stops sees only closed sinks and routes the rest to nobody.)
   n.routing->shutdown();
   n.core.shutdown();
-  publisher.join();
-  CHECK_FALSE(result);
-  CHECK(routed == 4);
-  auto ys = messages(10, 10);
+  publisher.thread.join();
+  CHECK_FALSE(publisher.result);
+  CHECK(publisher.routed == 4);
+  auto ys = local_msgs(10, 10);
   CHECK_FALSE(src.publish(ys, -1ms));
 }
 
@@ -255,32 +233,25 @@ TEST_CASE("threads sharing one local_source each keep their order through a smal
       for (int i = 0; i < per_thread;) {
         std::vector<data_message> xs;
         for (int k = 0; k < 1 + i % 4 && i < per_thread; ++k, ++i)
-          xs.push_back(local_msg("/t", t * 1'000'000 + i));
+          xs.push_back(local_msg("/t", tagged(t, i)));
         if (!src.publish(xs, std::chrono::milliseconds{wait_bound}))
           ++failed[t];
       }
     });
-  std::vector<int> next(threads, 0);
-  int received = 0;
-  int out_of_order = 0;
+  per_source_order order{threads};
   bool stalled = false;
-  while (received < threads * per_thread) {
+  while (order.received < threads * per_thread) {
     if (!sink->wait(std::chrono::milliseconds{wait_bound})) {
       stalled = true;
       break;
     }
-    for (auto v : pop(*sink, 2)) {
-      if (v % 1'000'000 != next[v / 1'000'000])
-        ++out_of_order;
-      next[v / 1'000'000] = v % 1'000'000 + 1;
-      ++received;
-    }
+    order.see(pop(*sink, 2));
   }
   src.close(); // Releases the publishers should the consumer have given up.
   for (auto& t : ts)
     t.join();
   CHECK_FALSE(stalled);
   CHECK(failed == std::vector<int>(threads, 0));
-  CHECK(out_of_order == 0);
-  CHECK(next == std::vector<int>(threads, per_thread));
+  CHECK(order.out_of_order == 0);
+  CHECK(order.complete(per_thread));
 }

@@ -245,7 +245,7 @@ TEST_CASE("sequence numbers on a link rise strictly while four threads publish a
         while (next < per_thread) {
           xs.clear();
           for (int k = 0; k < 1 + next % 5 && next < per_thread; ++k, ++next)
-            xs.push_back(local_msg("/t", t * 1'000'000 + next));
+            xs.push_back(local_msg("/t", tagged(t, next)));
           src.publish(xs, -1ms);
         }
       });
@@ -254,17 +254,14 @@ TEST_CASE("sequence numbers on a link rise strictly while four threads publish a
     auto items = take_all(*q);
     REQUIRE(items.size() == static_cast<size_t>(threads * per_thread));
     int not_rising = 0;
-    int out_of_order = 0;
-    std::vector<int> next(threads, 0);
+    per_source_order order{threads};
     for (size_t i = 0; i < items.size(); ++i) {
       if (items[i].route.sequence != i + 1) // Rising by one: none lost, none reordered.
         ++not_rising;
-      auto v = static_cast<int>(get<integer>(items[i].msg.value()));
-      if (v % 1'000'000 != next[v / 1'000'000]++)
-        ++out_of_order;
+      order.see(static_cast<int>(get<integer>(items[i].msg.value())));
     }
     CHECK(not_rising == 0);
-    CHECK(out_of_order == 0);
+    CHECK(order.out_of_order == 0);
   }
 }
 
@@ -284,35 +281,25 @@ TEST_CASE("four sources publishing into one small block sink keep their own orde
       for (int i = 0; i < per_source;) {
         std::vector<data_message> xs;
         for (int k = 0; k < 1 + i % 6 && i < per_source; ++k, ++i)
-          xs.push_back(local_msg("/t", s * 1'000'000 + i));
+          xs.push_back(local_msg("/t", tagged(s, i)));
         if (!src.publish(xs, std::chrono::milliseconds{wait_bound}))
           ++failed[s];
       }
     });
-  std::vector<int> next(sources, 0);
-  int received = 0;
-  int out_of_order = 0;
+  per_source_order order{sources};
   bool stalled = false;
-  std::vector<data_message> xs;
-  while (received < sources * per_source) {
+  while (order.received < sources * per_source) {
     if (!q->wait(std::chrono::milliseconds{wait_bound})) {
       stalled = true;
       break;
     }
-    xs.clear();
-    q->pop(xs, 3);
-    for (auto v : values(xs)) {
-      if (v % 1'000'000 != next[v / 1'000'000])
-        ++out_of_order;
-      next[v / 1'000'000] = v % 1'000'000 + 1;
-      ++received;
-    }
+    order.see(pop(*q, 3));
   }
   for (auto& t : ts)
     t.join();
   CHECK_FALSE(stalled);
   CHECK(failed == std::vector<int>(sources, 0));
-  CHECK(out_of_order == 0);
-  CHECK(next == std::vector<int>(sources, per_source));
+  CHECK(order.out_of_order == 0);
+  CHECK(order.complete(per_source));
   CHECK(n.routing->counters().suspensions > 0);
 }

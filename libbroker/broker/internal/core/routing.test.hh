@@ -6,6 +6,7 @@
 // Tests call core methods on their own thread only; any thread may route.
 
 #include "broker/internal/core/core.hh"
+#include "broker/internal/core/messages.test.hh"
 
 #include <memory>
 #include <optional>
@@ -56,7 +57,7 @@ struct node {
     auto q = att.queue;
     core.add_peer(std::move(att));
     core.commit();
-    drop_announcements(*q);
+    take_all(*q); // The announcement of the attach: later takes show data only.
     return q;
   }
 
@@ -80,59 +81,10 @@ struct node {
     return routing->route(src, xs.data(), xs.size(), pos);
   }
 
-  /// Takes a peer's pending announcement so that take() below shows data only.
-  static void drop_announcements(send_queue& q) {
-    send_batch items;
-    std::optional<filter_type> ann;
-    q.take(items, ann);
-  }
-
   endpoint_id self;
   std::shared_ptr<router> routing;
   core_state core;
   std::vector<uint64_t> overflowed;
 };
-
-/// A message as a peer connection decodes it: with its route.
-inline data_message from_peer(std::string topic, int value, route_info route,
-                              message_kind kind = message_kind::data) {
-  return data_message{new message_impl(std::move(topic), data{value}, std::string{}, route,
-                                       kind)};
-}
-
-/// A locally published message.
-inline data_message local_msg(std::string topic, int value) {
-  return data_message{topic, data{value}};
-}
-
-/// Everything a send queue holds now.
-inline send_batch take_all(send_queue& q) {
-  send_batch items;
-  std::optional<filter_type> ann;
-  q.take(items, ann);
-  return items;
-}
-
-/// The integer values of `xs`.
-inline std::vector<int> values(const std::vector<data_message>& xs) {
-  std::vector<int> result;
-  for (auto& x : xs)
-    result.push_back(static_cast<int>(get<integer>(x.value())));
-  return result;
-}
-
-inline std::vector<int> values(const send_batch& xs) {
-  std::vector<int> result;
-  for (auto& x : xs)
-    result.push_back(static_cast<int>(get<integer>(x.msg.value())));
-  return result;
-}
-
-/// Everything a local queue holds now, as values.
-inline std::vector<int> drain(local_queue& q) {
-  std::vector<data_message> xs;
-  q.pop(xs, 1'000'000);
-  return values(xs);
-}
 
 } // namespace broker::internal::test

@@ -3,6 +3,7 @@
 
 #include "broker/internal/core/send_queue.hh"
 
+#include "broker/internal/core/messages.test.hh"
 #include "broker/internal/threads.test.hh"
 
 #include <catch2/catch.hpp>
@@ -14,7 +15,7 @@
 
 using namespace broker;
 using namespace broker::internal;
-using broker::internal::test::bounded_thread;
+using namespace broker::internal::test;
 
 namespace {
 
@@ -26,20 +27,6 @@ push_result push(send_queue& q, int first, int last, uint64_t seq0 = 0) {
     routes.push_back(route_info{endpoint_id{}, seq0 + static_cast<uint64_t>(i), 0, 16});
   }
   return q.push(xs, routes);
-}
-
-std::vector<int> values(const send_batch& xs) {
-  std::vector<int> result;
-  for (auto& x : xs)
-    result.push_back(static_cast<int>(get<integer>(x.msg.value())));
-  return result;
-}
-
-std::vector<int> range(int first, int last) {
-  std::vector<int> result;
-  for (int i = first; i <= last; ++i)
-    result.push_back(i);
-  return result;
 }
 
 /// A connection's side of the queue, driven by hand: counts ready calls, takes.
@@ -315,22 +302,20 @@ TEST_CASE("concurrent producers lose nothing, keep their order, and wake the con
       int next = 0;
       while (next < per_producer) {
         auto k = std::min(1 + next % 13, per_producer - next);
-        push(q, p * 1'000'000 + next, p * 1'000'000 + next + k - 1);
+        push(q, tagged(p, next), tagged(p, next + k - 1));
         next += k;
       }
     });
-  std::vector<int> next(producers, 0);
-  int received = 0;
-  int out_of_order = 0;
+  per_source_order order{producers};
   int empty_takes = 0;
   bool stalled = false;
   int seen_ready = 0;
   send_batch out;
   std::optional<filter_type> ann;
-  while (received < producers * per_producer) {
+  while (order.received < producers * per_producer) {
     {
       std::unique_lock<std::mutex> guard{mtx};
-      if (!cv.wait_for(guard, test::wait_bound, [&] { return ready_calls > seen_ready; })) {
+      if (!cv.wait_for(guard, wait_bound, [&] { return ready_calls > seen_ready; })) {
         stalled = true;
         break;
       }
@@ -343,21 +328,15 @@ TEST_CASE("concurrent producers lose nothing, keep their order, and wake the con
         ++empty_takes;
         break;
       }
-      for (auto v : values(out)) {
-        auto p = v / 1'000'000;
-        if (v % 1'000'000 != next[p])
-          ++out_of_order;
-        next[p] = v % 1'000'000 + 1;
-        ++received;
-      }
+      order.see(values(out));
     }
   }
   for (auto& t : ts)
     t.join();
   CHECK_FALSE(stalled);
-  CHECK(out_of_order == 0);
-  CHECK(received == producers * per_producer);
-  CHECK(next == std::vector<int>(producers, per_producer));
+  CHECK(order.out_of_order == 0);
+  CHECK(order.received == producers * per_producer);
+  CHECK(order.complete(per_producer));
   std::lock_guard<std::mutex> guard{mtx};
   CHECK(ready_calls >= 1);
   CHECK(ready_calls <= empty_takes + 1);
