@@ -75,7 +75,7 @@ push_result local_queue::push(std::vector<data_message>& xs) {
 
 bool local_queue::request_room(size_t needed, room_waiter_fn waker) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (closed())
+  if (closed() || items_.size() + needed <= items_.capacity())
     return true;
   waiters_.add(std::move(waker));
   has_waiters_.store(true, std::memory_order_seq_cst);

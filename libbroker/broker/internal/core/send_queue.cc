@@ -120,11 +120,12 @@ void send_queue::close() {
 
 bool send_queue::request_room(size_t n, room_waiters::waker waker) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (closed())
+  if (closed() || items_.size() + n <= items_.capacity())
     return true;
   waiters_.add(std::move(waker));
   has_extra_.store(true, std::memory_order_seq_cst);
   // Look again after registering: take() empties the queue and then looks for waiters.
+  // (If it did meanwhile, the waker may still fire once; a spurious wake-up is harmless.)
   return items_.size() + n <= items_.capacity();
 }
 

@@ -10,9 +10,10 @@
 // Use:
 //   1. copy() small per-connection bytes (frame headers, control frames) and ref() shared
 //      bytes (a message's cached frame or payload), in wire order. Consecutive copies merge
-//      into one piece; a ref of fewer than 512 bytes is copied too (cheaper than a piece
-//      for the kernel). Whoever appends a ref keeps its bytes alive until the write is
-//      done (the connection holds the messages).
+//      into one piece. share() copies shared bytes under 512 bytes and references larger
+//      ones: a piece costs the kernel more than copying a small frame. Whoever appends a
+//      ref keeps its bytes alive until the write is done (the connection holds the
+//      messages).
 //   2. iov() materializes the pieces as iovecs, after the last append (the scratch string
 //      may move while it grows, so pointers into it are taken only then).
 //   3. consume(n) after the socket took n bytes; done() when everything went out.
@@ -47,14 +48,19 @@ public:
     copy(bytes.data(), bytes.size());
   }
 
+  /// Appends shared bytes: referenced, or copied if smaller than copy_below (see the
+  /// file comment). What connections use for messages.
+  void share(std::string_view bytes) {
+    if (bytes.size() < copy_below)
+      copy(bytes);
+    else
+      ref(bytes);
+  }
+
   /// Appends shared bytes by reference (see the file comment).
   void ref(std::string_view bytes) {
     if (bytes.empty())
       return;
-    if (bytes.size() <= copy_below) {
-      copy(bytes);
-      return;
-    }
     pieces_.push_back(piece{bytes.data(), 0, bytes.size(), false});
     total_ += bytes.size();
   }
@@ -131,7 +137,7 @@ public:
     consumed_ = 0;
   }
 
-  /// Shared bytes up to this size are copied instead: a gathered write of many small frames
+  /// share() copies shared bytes below this size: a gathered write of many small frames
   /// costs the kernel less as a few large pieces than as many small ones, and the copy is
   /// cheaper than the kernel's work per piece.
   static constexpr size_t copy_below = 512;

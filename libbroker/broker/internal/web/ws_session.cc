@@ -417,7 +417,7 @@ bool ws_session::fill_batch() {
       }
     }
     for (auto& item : batch_)
-      gather_.ref(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
+      gather_.share(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     auto [code, reason] = *close_pending_;
