@@ -10,10 +10,10 @@
 // Use:
 //   1. copy() small per-connection bytes (frame headers, control frames) and ref() shared
 //      bytes (a message's cached frame or payload), in wire order. Consecutive copies merge
-//      into one piece. share() copies shared bytes under 512 bytes and references larger
-//      ones: a piece costs the kernel more than copying a small frame. Whoever appends a
-//      ref keeps its bytes alive until the write is done (the connection holds the
-//      messages).
+//      into one piece. share() copies shared bytes under 512 bytes (up to 16 KiB per write)
+//      and references larger ones: a piece costs the kernel more than copying a small
+//      frame. Whoever appends a ref keeps its bytes alive until the write is done (the
+//      connection holds the messages).
 //   2. iov() materializes the pieces as iovecs, after the last append (the scratch string
 //      may move while it grows, so pointers into it are taken only then).
 //   3. consume(n) after the socket took n bytes; done() when everything went out.
@@ -51,7 +51,7 @@ public:
   /// Appends shared bytes: referenced, or copied if smaller than copy_below (see the
   /// file comment). What connections use for messages.
   void share(std::string_view bytes) {
-    if (bytes.size() < copy_below)
+    if (bytes.size() < copy_below && scratch_.size() + bytes.size() <= copy_budget)
       copy(bytes);
     else
       ref(bytes);
@@ -141,6 +141,10 @@ public:
   /// costs the kernel less as a few large pieces than as many small ones, and the copy is
   /// cheaper than the kernel's work per piece.
   static constexpr size_t copy_below = 512;
+
+  /// share() copies at most this many bytes per write, so that a burst to a thousand
+  /// connections does not hold a thousand copies of it; the rest is referenced.
+  static constexpr size_t copy_budget = 16 * 1024;
 
 private:
   struct piece {
