@@ -15,7 +15,7 @@ namespace broker::internal {
 /// A handler whose sink is the send queue of a WebSocket client.
 class client_handler : public handler {
 public:
-  client_handler(uint64_t id, std::shared_ptr<send_queue> queue)
+  client_handler(uint64_t id, std::shared_ptr<message_queue> queue)
     : handler(id, handler_kind::web_socket, queue->policy(), queue->capacity()),
       queue_(std::move(queue)) {}
 
@@ -39,7 +39,7 @@ protected:
   }
 
 private:
-  std::shared_ptr<send_queue> queue_;
+  std::shared_ptr<message_queue> queue_;
 };
 
 } // namespace broker::internal

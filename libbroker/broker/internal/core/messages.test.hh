@@ -71,8 +71,9 @@ inline std::vector<int> drain(local_queue& q) {
 }
 
 /// Everything a send queue holds now (its announcement is dropped).
-inline send_batch take_all(send_queue& q) {
-  send_batch items;
+template <class Item>
+std::vector<Item> take_all(basic_send_queue<Item>& q) {
+  std::vector<Item> items;
   std::optional<filter_type> ann;
   q.take(items, ann);
   return items;

@@ -62,13 +62,13 @@ struct node {
   }
 
   /// A WebSocket client.
-  std::shared_ptr<send_queue> add_client(uint64_t id, filter_type filter) {
+  std::shared_ptr<message_queue> add_client(uint64_t id, filter_type filter) {
     client_attachment att;
     att.id = id;
     att.client = endpoint_id::random();
     att.filter = std::move(filter);
     att.address = "127.0.0.1";
-    att.queue = std::make_shared<send_queue>(1000, overflow_policy::disconnect);
+    att.queue = std::make_shared<message_queue>(1000, overflow_policy::disconnect);
     auto q = att.queue;
     core.add_client(std::move(att));
     core.commit();

@@ -207,7 +207,7 @@ void ws_session::on_first_message(std::string_view text) {
     return;
   }
   id_ = srv_->next_id();
-  out_ = std::make_shared<send_queue>(opts.buffer_size, opts.policy);
+  out_ = std::make_shared<message_queue>(opts.buffer_size, opts.policy);
   in_ = std::make_unique<net_input>(srv_->rt->routing(), id_, source_kind::client);
   std::weak_ptr<ws_session> weak = shared_from_this();
   auto exec = conn_->get_executor();
@@ -416,8 +416,8 @@ bool ws_session::fill_batch() {
         close_with(ws::close_normal, "EOF");
       }
     }
-    for (auto& item : batch_)
-      gather_.share(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
+    for (auto& msg : batch_)
+      gather_.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     auto [code, reason] = *close_pending_;

@@ -133,7 +133,7 @@ private:
   // Attachment to the core.
   uint64_t id_ = 0;
   endpoint_id client_id_ = endpoint_id::random();
-  std::shared_ptr<send_queue> out_;
+  std::shared_ptr<message_queue> out_;
   std::unique_ptr<net_input> in_;
   /// The end, told to the core once the input is routed: why, reason, over a budget.
   std::optional<std::tuple<peer_end, std::string, bool>> detach_;
@@ -147,7 +147,7 @@ private:
 
   // Output.
   std::string ctrl_;        ///< Control frames waiting, in order.
-  send_batch batch_;        ///< Messages of the write in flight.
+  std::vector<data_message> batch_; ///< Messages of the write in flight.
   gather_buffer gather_;    ///< The write in flight.
   std::string tls_buf_;     ///< Its linear copy (TLS only).
   bool writing_ = false;
