@@ -188,13 +188,9 @@ private:
       return false;
     if (flags & (flag_escaped | flag_non_ascii)) {
       decode_string(raw, (flags & flag_non_ascii) != 0, out);
-    } else if (raw.size() <= out.capacity()) {
+    } else {
       out.clear(); // then append: cheaper than assign(), which allows for overlap
       out.append(raw.data(), raw.size());
-    } else {
-      // A fresh value (a session's every message): one allocation of the exact size,
-      // not append()'s general growth path.
-      out = std::string(raw.data(), raw.size());
     }
     return true;
   }
