@@ -5,15 +5,17 @@
 //
 // Owner: runs on its own strand; the peer manager's tables, the send queue's ready callback
 // and pending operations keep it alive. The manager calls in from other threads only
-// through the public members, which post to the strand.
+// through the public members, which post to the strand. The skeleton (reading into the
+// I/O thread's buffer, routing, barriers, gathered writes, coalescing) is net/channel.hh;
+// this class is the peering protocol on it.
 //
 // Phase 3:
 //   - First, the origin-v1 probe (wire.hh), sent once the peer's first frame has been
 //     answered, or after a quiet spell as long as the handshake took (50 ms to 1 s): a
 //     Broker peer that pings first gets its pong first. Data waits until the peer's
 //     answer, so that every data frame already has the right format.
-//   - Input in batches, run to completion: a read takes what the socket has (up to 64 KiB);
-//     every complete frame is decoded on the strand, and the strand routes the data and
+//   - Input in batches, run to completion: a read takes what the socket has (up to 64 KiB,
+//     into the I/O thread's buffer); every complete frame is decoded on the strand, and the strand routes the data and
 //     command messages itself (core/net_input.hh, core/router.hh). A routing update is a
 //     barrier: the messages before it are routed, then the core applies it, and only then
 //     are the frames behind it routed. While a `block` sink lacks room the connection stops
@@ -39,15 +41,13 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/net_input.hh"
-#include "broker/internal/io/gather.hh"
-#include "broker/internal/io/stream.hh"
+#include "broker/internal/net/channel.hh"
 #include "broker/internal/peering/handshake.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/peering/wire.hh"
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <array>
 #include <chrono>
 #include <optional>
 #include <atomic>
@@ -85,7 +85,7 @@ private:
   std::atomic<uint64_t> pongs_{0};
 };
 
-class connection : public std::enable_shared_from_this<connection> {
+class connection : public channel {
 public:
   connection(std::shared_ptr<peer_manager_impl> mgr, boost::asio::ip::tcp::socket sock,
              handshake::role role,
@@ -100,22 +100,11 @@ public:
   /// Paused redundant handshake: the other one finished, send drop_conn 39 and close.
   void drop_paused();
 
-  /// Schedules a write on the strand (the send queue's ready callback).
-  void schedule_write();
-
-  /// Resumes routing input once the sink it waited for has room (its waker).
-  void resume_input();
-
-  /// The core applied (and published) what this connection waited for: its attach or a
-  /// routing update. Any thread.
-  void core_caught_up();
-
   const endpoint_id& remote() const noexcept { return remote_; }
   const std::string& address() const noexcept { return address_; }
   uint16_t port() const noexcept { return port_; }
   bool outbound() const noexcept { return role_ == handshake::role::dialer; }
-  uint64_t id() const noexcept { return id_; }
-  bool secure() const noexcept { return conn_.secure(); }
+  bool secure() const noexcept { return conn_->secure(); }
   const control_counters& counters() const noexcept { return counters_; }
   const std::shared_ptr<outgoing_peering>& outgoing() const noexcept { return outgoing_; }
 
@@ -123,24 +112,26 @@ public:
   void set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                       std::unique_ptr<net_input> in);
 
-  /// What this connection routed (for the core's status page).
-  std::shared_ptr<source_stats> input_stats() const { return in_ ? in_->stats() : nullptr; }
-
   /// The filter we sent in the handshake.
   const filter_type& sent_filter() const noexcept { return sent_filter_; }
   const filter_type& remote_filter() const noexcept { return remote_filter_; }
 
 private:
+  std::shared_ptr<connection> self() {
+    return std::static_pointer_cast<connection>(shared_from_this());
+  }
+
   /// Writes through the endpoint's logger (defined in peer_manager.cc).
   void log(log_level level, std::string_view component, std::string_view message) const;
 
   void do_start();
 
-  // -- reading
-  void read_more();
+  // -- reading (channel hooks and the frames)
+  size_t decode(char* data, size_t size) override;
+  void on_read_error(const boost::system::error_code& ec) override;
+  void on_routed() override;
+  bool hold_input() const noexcept override;
   std::string closed_text() const;
-  void on_read(const boost::system::error_code& ec, size_t n);
-  void handle_frames();
   bool handle_handshake_frame(std::string_view payload);
   void handle_node_frame(std::string_view payload);
   void handle_data(const wire::node_message_view& msg);
@@ -148,17 +139,15 @@ private:
   void handle_routing_update(std::string_view payload);
   void send_probe();
   void learn_extension(bool supported, std::string_view how);
-  void flush_input();
-  void after_update();
-  bool input_blocked() const noexcept;
   void post_to_core(std::function<void(core_state&)> task);
 
-  // -- writing
-  bool should_hold();
+  // -- writing (channel hooks)
+  bool fill(gather_buffer& out) override;
+  void on_write_error(const boost::system::error_code& ec) override;
+  void on_drained() override;
+  bool may_hold() const noexcept override;
   size_t hold_limit() const noexcept;
   void send_raw(std::string bytes);
-  void write_more();
-  bool fill_batch();
   void append_data(const send_item& item);
   void take_pending_data();
 
@@ -167,11 +156,10 @@ private:
   void fail(const std::string& reason, bool handshake_error);
   void exceeded(std::string_view option, size_t limit, const std::string& what);
   void finish_close(peer_end why, const std::string& reason, bool limit = false);
-  void detach_when_routed();
+  void detach() override;
   void on_outgoing_closed();
 
   std::shared_ptr<peer_manager_impl> mgr_;
-  stream conn_;
   boost::asio::steady_timer timer_;
   handshake::role role_;
   std::shared_ptr<outgoing_peering> outgoing_;
@@ -180,7 +168,6 @@ private:
 
   std::unique_ptr<handshake> hs_;
   wire::frame_reader reader_;
-  std::array<char, 64 * 1024> rbuf_;
   filter_type sent_filter_;
   filter_type remote_filter_;
   endpoint_id remote_;
@@ -189,39 +176,22 @@ private:
   bool probe_sent_ = false;
   std::chrono::steady_clock::time_point hs_started_; // When the peering handshake began.
   boost::asio::steady_timer probe_timer_;
-  boost::asio::steady_timer hold_timer_; // Ends a held write (should_hold()).
   bool tls_ready_ = false;
   bool attached_ = false;
   bool redundant_ = false;
   ec fail_code_ = ec::peer_invalid; // Code of a handshake failure's error event.
   error last_error_;
 
-  uint64_t id_ = 0;
-  std::shared_ptr<send_queue> out_;
-  std::unique_ptr<net_input> in_;
   std::optional<filter_type> update_; // A routing update behind the pending messages.
-  bool barrier_ = false; // The core applies the attach or an update; frames behind it wait.
   std::optional<std::pair<peer_end, std::string>> detach_; // Sent once the input is routed.
   bool detach_limit_ = false;
   uint64_t malformed_ = 0;
   control_counters counters_;
 
-  bool reading_ = false;
-  bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.
-  bool writing_ = false;
-  bool holding_ = false; // Gathering writes until hold_timer_ fires.
-  bool heard_ = true;    // A frame arrived since our last data write.
-  std::chrono::steady_clock::time_point last_write_; // Of data (not control frames).
   bool closing_ = false;     // Unpeering: BYE sent, waiting for its pong.
-  bool closed_ = false;
   bool close_after_write_ = false;
   std::string close_reason_;
   std::string bye_token_;
-
-  std::string ctrl_;     // Control frames waiting (handshake, pongs, BYE), in order.
-  send_batch batch_;     // Messages of the write in flight.
-  gather_buffer gather_; // The write in flight.
-  std::string tls_buf_;  // Its linear copy (TLS only).
   std::string head_;     // Scratch for one frame header.
 };
 

@@ -190,6 +190,10 @@ event reader::failure(uint16_t code, std::string_view why) {
 }
 
 event reader::next() {
+  return next(buf_.data(), end_, pos_);
+}
+
+event reader::next(char* data, size_t size, size_t& pos) {
   if (failed_) {
     event result;
     result.kind = event::fail;
@@ -198,10 +202,10 @@ event reader::next() {
     return result;
   }
   for (;;) {
-    auto avail = end_ - pos_;
+    auto avail = size - pos;
     if (avail < 2)
       return {};
-    const char* p = buf_.data() + pos_;
+    const char* p = data + pos;
     auto b0 = static_cast<uint8_t>(p[0]);
     auto b1 = static_cast<uint8_t>(p[1]);
     bool fin = (b0 & 0x80) != 0;
@@ -249,12 +253,12 @@ event reader::next() {
     }
     if (avail - hdr < len)
       return {};
-    char* payload = buf_.data() + pos_ + hdr;
-    auto size = static_cast<size_t>(len);
+    char* payload = data + pos + hdr;
+    auto n = static_cast<size_t>(len);
     if (masked)
-      unmask(payload, size, payload - 4);
-    pos_ += hdr + size;
-    std::string_view body{payload, size};
+      unmask(payload, n, payload - 4);
+    pos += hdr + n;
+    std::string_view body{payload, n};
     event result;
     switch (static_cast<opcode>(op)) {
       case opcode::text:
@@ -298,12 +302,12 @@ event reader::next() {
         result.payload = body;
         return result;
       case opcode::close:
-        if (size == 0) {
+        if (n == 0) {
           result.kind = event::close;
           result.code = close_no_status;
           return result;
         }
-        if (size == 1)
+        if (n == 1)
           return failure(close_protocol_error, "close frame with a one-byte payload");
         result.code = load_be16(payload);
         if (!is_valid_close_code(result.code))
