@@ -18,7 +18,6 @@ constexpr size_t tls_big_read_size = 16 * 1024;
 
 /// Write buffers above these sizes are given back when the write loop drains.
 constexpr size_t max_idle_gather_bytes = 4 * 1024;
-constexpr size_t max_idle_batch = 64;
 constexpr size_t max_idle_ctrl = 64;
 
 /// The I/O thread's read buffer (see the header). Allocated on a thread's first read.
@@ -38,7 +37,7 @@ channel::~channel() = default;
 
 size_t channel::buffer_bytes() const noexcept {
   return rx_.capacity() + ctrl_.capacity() + gather_.capacity()
-         + batch_.capacity() * sizeof(send_item) + tls_buf_.capacity();
+         + batch_bytes() + tls_buf_.capacity();
 }
 
 // -- cross-thread entry points -------------------------------------------------------------
@@ -73,12 +72,8 @@ void channel::lift_barrier() {
 
 // -- attachment -----------------------------------------------------------------------------
 
-void channel::attach(uint64_t id, std::shared_ptr<send_queue> out,
-                     std::unique_ptr<net_input> in) {
+void channel::attach(uint64_t id, std::unique_ptr<net_input> in) {
   id_ = id;
-  out_ = std::move(out);
-  if (hold_)
-    out_->wake_at(hold_->limit);
   in_ = std::move(in);
 }
 
@@ -255,7 +250,7 @@ bool channel::should_hold() {
     return false;
   auto& h = *hold_;
   auto due = h.last_write + h.delay;
-  bool hold = !h.heard && ctrl_.empty() && out_ && out_->size() < h.limit && may_hold()
+  bool hold = !h.heard && ctrl_.empty() && queued() < h.limit && may_hold()
               && std::chrono::steady_clock::now() < due;
   if (!hold) {
     if (h.holding) {
@@ -283,7 +278,7 @@ void channel::write_more() {
   while (!writing_ && !closed_) {
     if (gather_.done()) {
       bool wrote = !gather_.empty();
-      batch_.clear();
+      release_batch();
       gather_.clear();
       if (wrote && !after_write())
         return;
@@ -337,8 +332,7 @@ void channel::write_more() {
 void channel::shrink_buffers() {
   if (gather_.capacity() > max_idle_gather_bytes)
     gather_buffer{}.swap(gather_);
-  if (batch_.capacity() > max_idle_batch)
-    send_batch{}.swap(batch_);
+  shrink_batch();
   if (ctrl_.empty() && ctrl_.capacity() > max_idle_ctrl)
     std::string{}.swap(ctrl_);
   if (!tls_buf_.empty() || tls_buf_.capacity() > 0)

@@ -1,8 +1,8 @@
 #pragma once
 
-// channel: the skeleton every network connection of the node is built on: a peering
-// (peering/connection.hh), a WebSocket client (web/ws_session.hh) and a ZeroMQ connection
-// (zeromq/zmq_link.hh). The protocol is the subclass's; the channel owns the socket and
+// channel: the skeleton network connections of the node are built on: a WebSocket client
+// (web/ws_session.hh) and a ZeroMQ connection (zeromq/zmq_link.hh); a peering
+// (peering/connection.hh) keeps its own loops for now (it writes through, see there). The protocol is the subclass's; the channel owns the socket and
 // does what all of them do alike.
 //
 // Owner and threads: runs on its socket's strand. Pending operations, the owner's tables
@@ -131,9 +131,25 @@ protected:
 
   // -- what the subclass uses -------------------------------------------------------------
 
-  /// Connects the channel to the core: its handler and source id, send queue and input.
-  /// The queue wakes a held write once `hold_limit` messages wait (see enable_hold()).
-  void attach(uint64_t id, std::shared_ptr<send_queue> out, std::unique_ptr<net_input> in);
+  /// Connects the channel to the core: its handler and source id and its input. The
+  /// output queue is the subclass's (queued_channel below); it should wake a held write
+  /// once hold_limit() messages wait (see enable_hold()).
+  void attach(uint64_t id, std::unique_ptr<net_input> in);
+
+  /// Messages in the output queue (the coalescing's burst test); SIZE_MAX without one.
+  virtual size_t queued() const noexcept { return SIZE_MAX; }
+
+  /// The messages of the write that just completed may go.
+  virtual void release_batch() noexcept {}
+
+  /// The write loop drained: give the batch's memory back if it grew large.
+  virtual void shrink_batch() {}
+
+  /// Bytes the subclass's write state holds (for buffer_bytes()).
+  virtual size_t batch_bytes() const noexcept { return 0; }
+
+  /// See enable_hold(); 1 when not holding.
+  size_t hold_limit() const noexcept { return hold_ ? hold_->limit : 1; }
 
   /// Enables write coalescing: at most one data write per `delay` while the peer is silent,
   /// unless `limit` messages wait. Call before attach().
@@ -189,9 +205,7 @@ protected:
   carry_buffer rx_;           ///< Bytes carried from one read to the next (see above).
   std::string ctrl_;          ///< Control frames waiting, in order.
   gather_buffer gather_;      ///< The write in flight.
-  send_batch batch_;          ///< Messages of the write in flight.
   std::string tls_buf_;       ///< The write's linear copy (TLS only).
-  std::shared_ptr<send_queue> out_;
   std::unique_ptr<net_input> in_;
   bool closed_ = false;
   bool writing_ = false;
@@ -222,6 +236,36 @@ private:
     std::chrono::steady_clock::time_point last_write;
   };
   std::unique_ptr<hold_state> hold_;
+};
+
+/// A channel with an output queue of `Item`s (send_item for peers, data_message for
+/// WebSocket clients): the queue and the batch of the write in flight.
+template <class Item>
+class queued_channel : public channel {
+protected:
+  using channel::channel;
+
+  /// Sets the queue (before or at attach()); it wakes held writes at hold_limit().
+  void set_queue(std::shared_ptr<basic_send_queue<Item>> q) {
+    out_ = std::move(q);
+    out_->wake_at(hold_limit());
+  }
+
+  size_t queued() const noexcept override { return out_ ? out_->size() : SIZE_MAX; }
+
+  void release_batch() noexcept override { batch_.clear(); }
+
+  void shrink_batch() override {
+    if (batch_.capacity() > max_idle_batch)
+      std::vector<Item>{}.swap(batch_);
+  }
+
+  size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(Item); }
+
+  static constexpr size_t max_idle_batch = 64;
+
+  std::shared_ptr<basic_send_queue<Item>> out_;
+  std::vector<Item> batch_; ///< Messages of the write in flight.
 };
 
 } // namespace broker::internal

@@ -12,12 +12,11 @@ namespace broker::internal {
 
 namespace asio = boost::asio;
 
-std::string framing_failure(bool at_start, std::string_view unread, const error& err,
-                            bool tls) {
+std::string framing_failure(const wire::frame_reader& reader, const error& err, bool tls) {
   auto text = "framing error: " + err.message();
-  if (!at_start)
+  if (!reader.at_start())
     return text;
-  auto bytes = unread;
+  auto bytes = reader.unread();
   switch (wire::recognize_foreign(bytes)) {
     case wire::foreign_protocol::tls:
       if (tls)

@@ -16,12 +16,10 @@
 
 namespace broker::internal {
 
-/// A framing error: in the handshake (`at_start`: no frame read yet), TLS or HTTP when the
-/// stream's first bytes (`unread`, from the frame that failed on) are theirs
-/// (wire::recognize_foreign), else the error and those bytes in hex. `tls`: this
+/// A framing error in the handshake: TLS or HTTP when the stream's first bytes are theirs
+/// (wire::recognize_foreign), else the error and the first bytes in hex. `tls`: this
 /// connection runs over TLS (then TLS bytes cannot be the peer's fault of settings).
-std::string framing_failure(bool at_start, std::string_view unread, const error& err,
-                            bool tls);
+std::string framing_failure(const wire::frame_reader& reader, const error& err, bool tls);
 
 /// A failed TLS handshake: OpenSSL's reason, explained where it means that the peer does
 /// not speak TLS or is an HTTP client. `dialer`: we dialed (so the port may be no peering

@@ -18,7 +18,7 @@ std::string after(const std::string& bytes, bool tls = false) {
   reader.feed(bytes);
   auto res = reader.next();
   REQUIRE(res.kind == wire::frame_reader::status::failed);
-  return framing_failure(reader.at_start(), reader.unread(), res.err, tls);
+  return framing_failure(reader, res.err, tls);
 }
 
 boost::system::error_code ssl_reason(int reason) {

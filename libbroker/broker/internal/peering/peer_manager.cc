@@ -81,8 +81,7 @@ handshake::decision peer_manager_impl::proceed(connection* conn, const endpoint_
     return handshake::decision::redundant;
   if (in_flight.count(remote) != 0 && in_flight[remote] != conn) {
     // Our other handshake decides; this one waits and is dropped with code 39 afterwards.
-    paused[remote].push_back(
-      std::static_pointer_cast<connection>(conn->shared_from_this()));
+    paused[remote].push_back(conn->weak_from_this());
     return handshake::decision::pause;
   }
   return handshake::decision::no_pending_handshake;
@@ -511,7 +510,7 @@ std::vector<peer_record> peer_manager::peers() const {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   for (auto& [id, c] : impl_->peered)
     result.push_back(peer_record{id, c->address(), c->port(), c->outbound(), c->id(),
-                                 c->secure(), c->counters().load()});
+                                 c->secure(), c->counters().load(), c->writes_through()});
   return result;
 }
 

@@ -371,22 +371,17 @@ void frame_reader::feed(std::string_view bytes) {
 }
 
 frame_reader::result frame_reader::next() {
-  return next(std::string_view{buf_}, pos_);
-}
-
-frame_reader::result frame_reader::next(std::string_view data, size_t& pos) {
   if (failure_)
     return {status::failed, {}, failure_};
   for (;;) {
-    auto buffered = data.size() - pos;
-    if (buffered < length_prefix_size)
+    if (buffered() < length_prefix_size)
       return {};
-    auto len = static_cast<uint32_t>(get_be(data.data() + pos, length_prefix_size));
+    auto len = static_cast<uint32_t>(get_be(buf_.data() + pos_, length_prefix_size));
     auto handshake = phase_ == phase::handshake;
     if (len == 0) {
       if (handshake)
         return fail(error{ec::invalid_message, "empty frame during the handshake"});
-      pos += length_prefix_size; // doc/protocol/peering.md §1: operation skips empty frames
+      pos_ += length_prefix_size; // doc/protocol/peering.md §1: operation skips empty frames
       continue;
     }
     auto limit = handshake ? max_handshake_frame_size : max_frame_size_;
@@ -394,10 +389,10 @@ frame_reader::result frame_reader::next(std::string_view data, size_t& pos) {
       return fail(error{ec::invalid_message, "frame of " + std::to_string(len)
                                                + " bytes exceeds the limit of "
                                                + std::to_string(limit)});
-    if (buffered - length_prefix_size < len)
+    if (buffered() - length_prefix_size < len)
       return {};
-    auto payload = data.substr(pos + length_prefix_size, len);
-    pos += length_prefix_size + len;
+    auto payload = std::string_view{buf_}.substr(pos_ + length_prefix_size, len);
+    pos_ += length_prefix_size + len;
     started_ = true;
     return {status::frame, payload, {}};
   }

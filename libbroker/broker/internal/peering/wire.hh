@@ -150,11 +150,6 @@ public:
   /// the same failure, and the connection must close (without drop_conn).
   result next();
 
-  /// Like next(), on bytes the caller holds (the reader's own buffer is not used): extracts
-  /// the next complete frame of `data` at `pos` and advances `pos` past it. On a failure
-  /// `pos` stays at the frame that failed. The payload points into `data`.
-  result next(std::string_view data, size_t& pos);
-
   /// Switches to phase-3 rules; frames still buffered are read under them.
   void enter_operation() noexcept { phase_ = phase::operation; }
 

@@ -28,7 +28,7 @@ constexpr auto close_timeout = std::chrono::seconds{1};
 
 ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
                        std::string response, std::string_view early, std::string app)
-  : channel(std::move(conn), &srv->gate),
+  : queued_channel(std::move(conn), &srv->gate),
     srv_(std::move(srv)),
     timer_(conn_->get_executor()),
     reader_(srv_->opts.max_message_size),
@@ -179,8 +179,8 @@ void ws_session::on_first_message(std::string_view text) {
     return;
   }
   auto id = srv_->next_id();
-  attach(id, std::make_shared<send_queue>(opts.buffer_size, opts.policy),
-         std::make_unique<net_input>(srv_->rt->routing(), id, source_kind::client));
+  set_queue(std::make_shared<message_queue>(opts.buffer_size, opts.policy));
+  attach(id, std::make_unique<net_input>(srv_->rt->routing(), id, source_kind::client));
   std::weak_ptr<ws_session> weak = self();
   out_->on_ready([weak] {
     if (auto self = weak.lock())
@@ -364,8 +364,8 @@ bool ws_session::fill(gather_buffer& out) {
         close_with(ws::close_normal, "EOF");
       }
     }
-    for (auto& item : batch_)
-      out.ref(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
+    for (auto& msg : batch_)
+      out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     out.copy(ws::make_close_frame(close_code_, close_reason_));
@@ -409,25 +409,34 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     end_input();
     srv_->set_app(id(), nullptr);
   }
-  close_transport();
-  srv_->untrack(this); // Last: every caller holds its own reference.
+  close_transport(); // Untracks the session once the transport is closed.
 }
 
 void ws_session::close_transport() {
   if (!conn_->secure() || writing_) {
-    conn_->close();
+    end_transport();
     return;
   }
-  // TLS: close_notify first, bounded by a short timer, then the socket.
+  // TLS: close_notify first, bounded by a short timer, then the socket. The server counts
+  // the session as live until then: a node that shuts down waits for it (bounded), so
+  // that its I/O does not stop under a pending close_notify and reset the connection.
   timer_.expires_after(std::chrono::milliseconds{500});
   timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (!ec)
-      self->conn_->close();
+      self->end_transport();
   });
   conn_->async_shutdown([self = self()](boost::system::error_code) {
     self->timer_.cancel();
-    self->conn_->close();
+    self->end_transport();
   });
+}
+
+void ws_session::end_transport() {
+  if (transport_closed_)
+    return;
+  transport_closed_ = true;
+  conn_->close();
+  srv_->untrack(this); // Last: every caller holds its own reference.
 }
 
 } // namespace broker::internal

@@ -59,7 +59,7 @@ namespace broker::internal {
 
 class server_impl;
 
-class ws_session : public channel {
+class ws_session : public queued_channel<data_message> {
 public:
   /// `response` is the 101 answer to send first; `early` holds bytes that arrived behind
   /// the upgrade request. `app` is the client's X-Application-Name (empty if it sent none).
@@ -120,6 +120,7 @@ private:
   void finish(peer_end why, std::string reason, bool limit = false);
   void detach() override;
   void close_transport();
+  void end_transport();
 
   std::shared_ptr<server_impl> srv_;
   /// One timer for each phase in turn (a timer costs 120 bytes): the deadline for the
@@ -155,6 +156,7 @@ private:
   bool heard_since_tick_ = false; ///< Bytes arrived since the last tick.
   bool ping_pending_ = false; ///< A ping went out and nothing came back since.
   peer_end close_end_ = peer_end::removed; ///< How the core hears of a close we started.
+  bool transport_closed_ = false; ///< end_transport() ran.
 };
 
 } // namespace broker::internal
