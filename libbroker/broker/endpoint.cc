@@ -5,6 +5,7 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
 #include "broker/internal/config/security_options.hh"
+#include "broker/internal/config/zeromq_options.hh"
 #include "broker/internal/ops/node_probe.hh"
 #include "broker/internal/security/exposure.hh"
 
@@ -169,6 +170,23 @@ endpoint::endpoint(configuration cfg) {
     if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
       startup_error_ = naming_options(res.error_value(), "broker.web-socket.port",
                                       "broker.web-socket.address");
+  if (!startup_error_) {
+    auto zs = internal::read_zeromq_settings(conf);
+    if (zs.xsub_port != 0 || zs.xpub_port != 0) {
+      if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs); !srv) {
+        startup_error_ = srv.error_value();
+      } else {
+        auto& lg = ctx_->io()->get_logger();
+        lg.write(internal::log_level::info, "zeromq",
+                 "forwarder listening: XSUB on "
+                   + internal::address_text(zs.address, (*srv)->xsub_port()) + ", XPUB on "
+                   + internal::address_text(zs.address, (*srv)->xpub_port()) + ", node id "
+                   + zs.node_id
+                   + (zs.server_secret_key.empty() ? ", NULL (no authentication)" : ", CURVE"));
+        ctx_->set_zeromq(std::move(*srv));
+      }
+    }
+  }
   if (!startup_error_)
     if (auto p = conf.metrics_port(); p != 0)
       if (auto res = metrics_listen(conf.metrics_address(), p); !res)
@@ -404,6 +422,8 @@ void endpoint::log(log_severity level, std::string_view component,
 void endpoint::shutdown() {
   for (auto& srv : ctx_->stop_servers())
     srv->stop();
+  if (auto zs = ctx_->stop_zeromq())
+    zs->stop();
   // A round trip through the core's mailbox: the tasks posted before this call (a
   // subscription, a peering's routing update) have run when it returns. Published messages
   // are already in the peers' send queues: publishing routes them.

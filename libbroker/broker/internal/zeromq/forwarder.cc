@@ -1,0 +1,125 @@
+#include "broker/internal/zeromq/forwarder.hh"
+
+namespace broker::internal::zeromq {
+
+link::~link() = default;
+
+namespace {
+
+void add(std::atomic<uint64_t>& x, uint64_t n) {
+  x.fetch_add(n, std::memory_order_relaxed);
+}
+
+} // namespace
+
+void forwarder::add_publisher(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!publishers_.insert(x).second)
+    return;
+  for (auto& [prefix, n] : held_) {
+    x->pass_subscription(true, prefix);
+    add(counters_.frontend_messages_sent, 1);
+    add(counters_.frontend_bytes_sent, prefix.size() + 1);
+  }
+}
+
+void forwarder::remove_publisher(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  publishers_.erase(x);
+}
+
+void forwarder::add_subscriber(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  subscribers_.emplace(x, std::map<std::string, size_t, std::less<>>{});
+}
+
+void forwarder::remove_subscriber(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = subscribers_.find(x);
+  if (i == subscribers_.end())
+    return;
+  auto prefixes = std::move(i->second);
+  subscribers_.erase(i);
+  // libzmq's XPUB (VERBOSER) reports one unsubscribe per prefix the pipe held.
+  for (auto& [prefix, n] : prefixes) {
+    if (auto h = held_.find(prefix); h != held_.end() && --h->second == 0)
+      held_.erase(h);
+    pass_locked(false, prefix);
+  }
+}
+
+void forwarder::subscription(link* x, bool subscribe, const std::string& prefix) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  add(counters_.backend_messages_received, 1);
+  add(counters_.backend_bytes_received, prefix.size() + 1);
+  auto i = subscribers_.find(x);
+  if (i != subscribers_.end()) {
+    auto& mine = i->second;
+    if (subscribe) {
+      if (mine[prefix]++ == 0)
+        ++held_[prefix];
+    } else if (auto j = mine.find(prefix); j != mine.end()) {
+      if (--j->second == 0) {
+        mine.erase(j);
+        if (auto h = held_.find(prefix); h != held_.end() && --h->second == 0)
+          held_.erase(h);
+      }
+    }
+  }
+  // XPUB_VERBOSER: every subscribe and unsubscribe is passed on, duplicates included.
+  pass_locked(subscribe, prefix);
+}
+
+void forwarder::pass_locked(bool subscribe, const std::string& prefix) {
+  for (auto* p : publishers_) {
+    p->pass_subscription(subscribe, prefix);
+    add(counters_.frontend_messages_sent, 1);
+    add(counters_.frontend_bytes_sent, prefix.size() + 1);
+  }
+}
+
+size_t forwarder::publish(link*, const shared_event& ev) {
+  if (ev->size() == 0)
+    return 0;
+  auto topic = ev->frame(0);
+  std::lock_guard<std::mutex> guard{mtx_};
+  add(counters_.frontend_messages_received, 1);
+  add(counters_.frontend_bytes_received, ev->bytes.size());
+  size_t n = 0;
+  for (auto& [sub, prefixes] : subscribers_) {
+    // A prefix of the topic sorts at or before it: stop at the first prefix after it.
+    bool match = false;
+    for (auto& [prefix, count] : prefixes) {
+      if (prefix.size() <= topic.size() && topic.compare(0, prefix.size(), prefix) == 0) {
+        match = true;
+        break;
+      }
+      if (prefix > topic)
+        break;
+    }
+    if (match) {
+      sub->deliver(ev);
+      ++n;
+    }
+  }
+  add(counters_.backend_messages_sent, n);
+  add(counters_.backend_bytes_sent, n * ev->bytes.size());
+  return n;
+}
+
+size_t forwarder::prefixes() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return held_.size();
+}
+
+size_t forwarder::publishers() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return publishers_.size();
+}
+
+size_t forwarder::subscribers() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return subscribers_.size();
+}
+
+} // namespace broker::internal::zeromq
