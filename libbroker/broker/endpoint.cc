@@ -150,10 +150,14 @@ endpoint::endpoint(configuration cfg) {
                                                       [ctx] { return ctx->next_id(); });
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
-  rt->run([weak_net](core_state& st) {
-    st.on_filter_change([weak_net](const filter_type& f) {
+  std::weak_ptr<internal::endpoint_context> weak_ctx = ctx_;
+  rt->run([weak_net, weak_ctx](core_state& st) {
+    st.on_filter_change([weak_net, weak_ctx](const filter_type& f) {
       if (auto n = weak_net.lock())
         n->update_filter(f);
+      if (auto c = weak_ctx.lock())
+        if (auto z = c->zeromq())
+          z->update_filter(f);
     });
     if (auto n = weak_net.lock())
       n->update_filter(st.announcement_for(0));
@@ -173,7 +177,9 @@ endpoint::endpoint(configuration cfg) {
   if (!startup_error_) {
     auto zs = internal::read_zeromq_settings(conf);
     if (zs.xsub_port != 0 || zs.xpub_port != 0) {
-      if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs); !srv) {
+      if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs, ctx_->runtime(),
+                                                     ctx_->next_id());
+          !srv) {
         startup_error_ = srv.error_value();
       } else {
         auto& lg = ctx_->io()->get_logger();
@@ -183,7 +189,13 @@ endpoint::endpoint(configuration cfg) {
                    + internal::address_text(zs.address, (*srv)->xpub_port()) + ", node id "
                    + zs.node_id
                    + (zs.server_secret_key.empty() ? ", NULL (no authentication)" : ", CURVE"));
-        ctx_->set_zeromq(std::move(*srv));
+        ctx_->set_zeromq(*srv);
+        // The bridge subscribes to what the node's other handlers want (and follows it).
+        std::weak_ptr<internal::zeromq::server> weak_zs = *srv;
+        ctx_->runtime()->run([weak_zs](core_state& st) {
+          if (auto z = weak_zs.lock())
+            z->update_filter(st.announcement_for(0));
+        });
       }
     }
   }

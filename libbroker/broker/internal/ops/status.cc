@@ -234,7 +234,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   doc["kinds"] = std::move(kinds);
   doc["drops"] = std::move(drops);
   // Handlers by kind.
-  std::vector<const handler_status*> peers, clients, subscribers, hubs, stores;
+  std::vector<const handler_status*> peers, clients, subscribers, hubs, stores, bridges;
   for (auto& h : core.handlers) {
     switch (h.kind) {
       case handler_kind::peer:
@@ -252,6 +252,9 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       case handler_kind::store_master:
       case handler_kind::store_clone:
         stores.push_back(&h);
+        break;
+      case handler_kind::zeromq:
+        bridges.push_back(&h);
         break;
     }
   }
@@ -321,6 +324,8 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   json local;
   local["subscribers"] = listing(subscribers, query.limit, plain);
   local["hubs"] = listing(hubs, query.limit, plain);
+  // The bridge to a ZeroMQ cluster (its queue holds what goes to ZeroMQ subscribers).
+  local["zeromq_bridge"] = listing(bridges, query.limit, plain);
   auto store_list = listing(stores, query.limit, [&](const handler_status& h) {
     auto x = handler_json(h, rates);
     x["role"] = h.kind == handler_kind::store_master ? "master" : "clone";

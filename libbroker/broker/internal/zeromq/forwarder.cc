@@ -30,7 +30,7 @@ void forwarder::remove_publisher(link* x) {
 
 void forwarder::add_subscriber(link* x) {
   std::lock_guard<std::mutex> guard{mtx_};
-  subscribers_.emplace(x, std::map<std::string, size_t, std::less<>>{});
+  subscribers_.emplace(x, std::set<std::string, std::less<>>{});
 }
 
 void forwarder::remove_subscriber(link* x) {
@@ -41,44 +41,60 @@ void forwarder::remove_subscriber(link* x) {
   auto prefixes = std::move(i->second);
   subscribers_.erase(i);
   // libzmq's XPUB (VERBOSER) reports one unsubscribe per prefix the pipe held.
-  for (auto& [prefix, n] : prefixes) {
-    if (auto h = held_.find(prefix); h != held_.end() && --h->second == 0)
-      held_.erase(h);
-    pass_locked(false, prefix);
-  }
+  for (auto& prefix : prefixes)
+    xsub_send(x, false, prefix);
 }
 
 void forwarder::subscription(link* x, bool subscribe, const std::string& prefix) {
   std::lock_guard<std::mutex> guard{mtx_};
   add(counters_.backend_messages_received, 1);
   add(counters_.backend_bytes_received, prefix.size() + 1);
-  auto i = subscribers_.find(x);
-  if (i != subscribers_.end()) {
-    auto& mine = i->second;
-    if (subscribe) {
-      if (mine[prefix]++ == 0)
-        ++held_[prefix];
-    } else if (auto j = mine.find(prefix); j != mine.end()) {
-      if (--j->second == 0) {
-        mine.erase(j);
-        if (auto h = held_.find(prefix); h != held_.end() && --h->second == 0)
-          held_.erase(h);
-      }
-    }
+  // The XPUB side: a set of prefixes per connection (libzmq's mtrie holds each pipe once
+  // per prefix: a second subscribe adds nothing, one unsubscribe removes it).
+  if (auto i = subscribers_.find(x); i != subscribers_.end()) {
+    if (subscribe)
+      i->second.insert(prefix);
+    else
+      i->second.erase(prefix);
   }
-  // XPUB_VERBOSER: every subscribe and unsubscribe is passed on, duplicates included.
-  pass_locked(subscribe, prefix);
+  // XPUB_VERBOSER reports every one of them to the XSUB side.
+  xsub_send(x, subscribe, prefix);
 }
 
-void forwarder::pass_locked(bool subscribe, const std::string& prefix) {
+void forwarder::xsub_send(link* from, bool subscribe, const std::string& prefix) {
+  // The XSUB side counts (libzmq's xsub_t): every subscribe is passed on, duplicates
+  // included; an unsubscribe only when the last reference to the prefix goes.
+  if (subscribe) {
+    ++held_[prefix];
+    pass_locked(from, true, prefix);
+    return;
+  }
+  auto h = held_.find(prefix);
+  if (h == held_.end())
+    return;
+  if (--h->second > 0)
+    return;
+  held_.erase(h);
+  pass_locked(from, false, prefix);
+}
+
+void forwarder::pass_locked(link* from, bool subscribe, const std::string& prefix) {
   for (auto* p : publishers_) {
+    if (p == from)
+      continue; // The bridge is both: it does not need its own subscriptions back.
     p->pass_subscription(subscribe, prefix);
     add(counters_.frontend_messages_sent, 1);
     add(counters_.frontend_bytes_sent, prefix.size() + 1);
   }
 }
 
-size_t forwarder::publish(link*, const shared_event& ev) {
+void forwarder::set_tap(link* owner, std::function<void(const shared_event&)> fn) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  tap_owner_ = owner;
+  tap_ = std::move(fn);
+}
+
+size_t forwarder::publish(link* from, const shared_event& ev) {
   if (ev->size() == 0)
     return 0;
   auto topic = ev->frame(0);
@@ -89,7 +105,7 @@ size_t forwarder::publish(link*, const shared_event& ev) {
   for (auto& [sub, prefixes] : subscribers_) {
     // A prefix of the topic sorts at or before it: stop at the first prefix after it.
     bool match = false;
-    for (auto& [prefix, count] : prefixes) {
+    for (auto& prefix : prefixes) {
       if (prefix.size() <= topic.size() && topic.compare(0, prefix.size(), prefix) == 0) {
         match = true;
         break;
@@ -102,6 +118,8 @@ size_t forwarder::publish(link*, const shared_event& ev) {
       ++n;
     }
   }
+  if (tap_ && from != tap_owner_)
+    tap_(ev);
   add(counters_.backend_messages_sent, n);
   add(counters_.backend_bytes_sent, n * ev->bytes.size());
   return n;

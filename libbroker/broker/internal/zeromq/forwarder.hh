@@ -9,11 +9,15 @@
 //   - subscribers: the nodes' XSUBs, connected to our XPUB port. They send subscriptions
 //     (0x01/0x00 messages or SUBSCRIBE/CANCEL) and receive the events that match them.
 //
-// Rules (libzmq's proxy with XPUB_VERBOSER): every subscribe and unsubscribe, duplicates
-// included, goes to every publisher; a new publisher gets every distinct prefix currently
-// held; a subscriber that goes away unsubscribes each prefix it held; an event goes once to
-// every subscriber with a matching prefix, the sender's own included (Zeek's nodes filter
-// their own node id). Events are shared (one immutable multipart per event, referenced by
+// Rules (libzmq 4.3's proxy: an XPUB with XPUB_VERBOSER, an XSUB without
+// XSUB_VERBOSE_UNSUBSCRIBE): every subscribe, duplicates included, goes to every publisher;
+// the XSUB side counts each prefix and passes an unsubscribe only when the count drops to
+// zero (a node's XPUB keeps one entry per prefix and connection, so an earlier unsubscribe
+// would cut off the other holders); a new publisher gets every distinct prefix currently
+// held; a subscriber that goes away unsubscribes each prefix it held (once); a connection
+// holds a prefix once however often it subscribed it; an event goes once to every
+// subscriber with a matching prefix, the sender's own included (Zeek's nodes filter their
+// own node id). Events are shared (one immutable multipart per event, referenced by
 // every receiver's queue), never copied per receiver.
 //
 // Threads: every method may be called from any connection's strand; one mutex guards the
@@ -26,6 +30,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +93,10 @@ public:
   /// Returns the number of receivers.
   size_t publish(link* from, const shared_event& ev);
 
+  /// Every event a publisher other than `owner` sends is also offered to `fn` (the bridge,
+  /// bridge.hh), under the forwarder's lock: `fn` must only queue. Null: none.
+  void set_tap(link* owner, std::function<void(const shared_event&)> fn);
+
   /// Distinct prefixes held by any subscriber.
   size_t prefixes() const;
 
@@ -98,15 +107,18 @@ public:
   const forwarder_counters& counters() const noexcept { return counters_; }
 
 private:
-  void pass_locked(bool subscribe, const std::string& prefix);
+  void xsub_send(link* from, bool subscribe, const std::string& prefix);
+  void pass_locked(link* from, bool subscribe, const std::string& prefix);
 
   mutable std::mutex mtx_;
   std::set<link*> publishers_;
-  /// Subscriber -> prefix -> how many times it subscribed it (libzmq counts too).
-  std::map<link*, std::map<std::string, size_t, std::less<>>> subscribers_;
-  /// Prefix -> number of subscribers holding it (for the replay to new publishers).
+  /// Subscriber -> the prefixes it holds.
+  std::map<link*, std::set<std::string, std::less<>>> subscribers_;
+  /// The XSUB side's counted prefixes: subscribes minus unsubscribes passed to it.
   std::map<std::string, size_t, std::less<>> held_;
   forwarder_counters counters_;
+  link* tap_owner_ = nullptr;
+  std::function<void(const shared_event&)> tap_;
 };
 
 } // namespace broker::internal::zeromq

@@ -4,6 +4,7 @@
 #include "broker/internal/io/gate.hh"
 #include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/io/stream.hh"
+#include "broker/internal/zeromq/bridge.hh"
 #include "broker/internal/zeromq/forwarder.hh"
 #include "broker/internal/zeromq/zmq_link.hh"
 #include "broker/internal/zmtp/curve.hh"
@@ -109,7 +110,27 @@ public:
     c.dropped = dropped_closed_;
     for (auto& [ptr, l] : live_)
       c.dropped += l->stats().dropped.load(std::memory_order_relaxed);
+    if (bridge_) {
+      auto& b = bridge_->counters();
+      c.bridged_to_core = ld(b.to_core);
+      c.bridged_from_core = ld(b.from_core);
+      c.not_bridged = ld(b.not_bridged);
+      c.bridge_dropped = ld(b.dropped);
+    }
     return c;
+  }
+
+  void update_filter(const filter_type& f) override {
+    if (bridge_)
+      bridge_->update_filter(f);
+  }
+
+  void make_bridge(std::shared_ptr<core_runtime> rt, uint64_t id) {
+    std::shared_ptr<forwarder> fwd{hub_, &hub_->fwd};
+    bridge_ = std::make_shared<bridge>(io_.context(), hub_->g, std::move(rt), id,
+                                       std::move(fwd), cfg_.node_id, cfg_.buffer_size,
+                                       cfg_.policy);
+    bridge_->start();
   }
 
   void stop() override {
@@ -128,6 +149,8 @@ public:
     });
     for (auto& [ptr, l] : rest)
       l->close_async("the node shuts down");
+    if (bridge_)
+      bridge_->stop();
     hub_->g.close();
   }
 
@@ -225,6 +248,7 @@ private:
   zeromq_settings cfg_;
   zmtp::keypair keys_;
   bool curve_ = false;
+  std::shared_ptr<bridge> bridge_;
   /// What the links share with the server.
   struct hub {
     forwarder fwd;
@@ -245,10 +269,14 @@ private:
 
 } // namespace
 
-expected<std::shared_ptr<server>> server::start(io_runtime& io, const zeromq_settings& cfg) {
+expected<std::shared_ptr<server>> server::start(io_runtime& io, const zeromq_settings& cfg,
+                                                std::shared_ptr<core_runtime> rt,
+                                                uint64_t bridge_id) {
   auto srv = std::make_shared<server_impl>(io, cfg);
   if (auto err = srv->init())
     return err;
+  if (rt)
+    srv->make_bridge(std::move(rt), bridge_id);
   asio::post(io.context(), [srv] { srv->begin(); });
   std::shared_ptr<server> result = srv;
   return result;

@@ -11,6 +11,7 @@
 
 #include "broker/error.hh"
 #include "broker/internal/config/zeromq_options.hh"
+#include "broker/topic.hh"
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@
 
 namespace broker::internal {
 class io_runtime;
+class core_runtime;
 } // namespace broker::internal
 
 namespace broker::internal::zeromq {
@@ -46,13 +48,25 @@ struct server_counters {
   uint64_t accepted = 0;      ///< Ever.
   uint64_t failed = 0;        ///< Closed for bad input, a failed handshake, a timeout.
   uint64_t dropped = 0;       ///< Events dropped by overflow policies, all connections.
+  // The bridge (bridge.hh); zero without one.
+  uint64_t bridged_to_core = 0;   ///< ZeroMQ events routed into the node
+  uint64_t bridged_from_core = 0; ///< node messages sent to ZeroMQ subscribers
+  uint64_t not_bridged = 0;       ///< ZeroMQ events the node wanted but could not decode
+  uint64_t bridge_dropped = 0;    ///< ZeroMQ events for the node dropped (its queue full)
 };
 
 class server {
 public:
   /// Binds the configured ports (either may be 0: off) and starts accepting. Fails for an
   /// address that does not parse, a port in use or an invalid CURVE key, naming it.
-  static expected<std::shared_ptr<server>> start(io_runtime& io, const zeromq_settings& cfg);
+  /// With a core (`rt` not null) the server bridges ZeroMQ and the node (bridge.hh) as
+  /// handler and source `bridge_id`.
+  static expected<std::shared_ptr<server>> start(io_runtime& io, const zeromq_settings& cfg,
+                                                 std::shared_ptr<core_runtime> rt = nullptr,
+                                                 uint64_t bridge_id = 0);
+
+  /// The node's filter changed (the core's announcement): what the bridge subscribes to.
+  virtual void update_filter(const filter_type& f) = 0;
 
   virtual ~server();
 
