@@ -320,6 +320,32 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   clients_list["rejected_inputs"] = cr.rejected_inputs;
   clients_list["ping_timeouts"] = cr.ping_timeouts;
   doc["clients"] = std::move(clients_list);
+  if (const auto& z = snap.network.zeromq; z.enabled) {
+    json zj;
+    zj["node_id"] = z.node_id;
+    zj["xsub_port"] = z.xsub_port;
+    zj["xpub_port"] = z.xpub_port;
+    zj["accepted"] = z.accepted;
+    zj["failed"] = z.failed;
+    zj["dropped"] = z.dropped;
+    zj["bridged_to_core"] = z.bridged_to_core;
+    zj["bridged_from_core"] = z.bridged_from_core;
+    zj["not_bridged"] = z.not_bridged;
+    zj["bridge_dropped"] = z.bridge_dropped;
+    json links = json::array();
+    for (auto& l : z.links) {
+      json lj;
+      lj["side"] = l.side;
+      lj["peer"] = l.peer;
+      lj["messages_in"] = l.messages_in;
+      lj["messages_out"] = l.messages_out;
+      lj["dropped"] = l.dropped;
+      lj["queued"] = l.queued;
+      links.push_back(std::move(lj));
+    }
+    zj["connections"] = std::move(links);
+    doc["zeromq"] = std::move(zj);
+  }
   auto plain = [&](const handler_status& h) { return handler_json(h, rates); };
   json local;
   local["subscribers"] = listing(subscribers, query.limit, plain);

@@ -70,6 +70,8 @@ public:
       accept(xpub_acc_, side::xpub);
   }
 
+  const std::string& node_id() const noexcept override { return cfg_.node_id; }
+
   uint16_t xsub_port() const noexcept override { return xsub_bound_; }
   uint16_t xpub_port() const noexcept override { return xpub_bound_; }
 

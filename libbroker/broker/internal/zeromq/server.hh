@@ -70,6 +70,9 @@ public:
 
   virtual ~server();
 
+  /// This node's ZeroMQ node id (broker.zeromq.node-id or generated).
+  virtual const std::string& node_id() const noexcept = 0;
+
   /// The bound ports (0 if off).
   virtual uint16_t xsub_port() const noexcept = 0;
   virtual uint16_t xpub_port() const noexcept = 0;
