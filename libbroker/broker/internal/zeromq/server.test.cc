@@ -48,9 +48,7 @@ struct fixture {
   std::vector<void*> socks;
 
   explicit fixture(zeromq_settings zs = {}) {
-    zs.xsub_port = 0;
-    zs.xpub_port = 0;
-    // Port 0 means off in the settings: bind ephemeral ports by asking for them below.
+    // Port 0 means off in the settings: take free ephemeral ports instead.
     zs.xsub_port = free_port();
     zs.xpub_port = free_port();
     auto res = zeromq::server::start(io, zs);
@@ -234,6 +232,43 @@ TEST_CASE("libzmq nodes: CURVE is required once the server has a secret key",
     std::this_thread::sleep_for(10ms);
   }
   CHECK(refused);
+}
+
+TEST_CASE("a subscriber that stops reading loses the oldest events, counted; the others "
+          "get every one",
+          "[zeromq][interop]") {
+  zeromq_settings zs;
+  zs.buffer_size = 8;
+  fixture f{zs};
+  auto* pub = f.xpub();
+  auto* fast = f.xsub();
+  auto* slow = f.xsub();
+  int small = 4096;
+  zmq_setsockopt(slow, ZMQ_RCVBUF, &small, sizeof(small));
+  int hwm = 1;
+  zmq_setsockopt(slow, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+  REQUIRE(wait_connections(*f.srv, 3));
+  send_str(fast, "\x01" "s/");
+  send_str(slow, "\x01" "s/");
+  CHECK(recv_one(pub) == "\x01" "s/");
+  CHECK(recv_one(pub) == "\x01" "s/");
+  constexpr int n = 400;
+  std::string payload(128 * 1024, 'p');
+  int received = 0;
+  for (int i = 0; i < n; ++i) {
+    publish(pub, {"s/" + std::to_string(i), "w1", "broker-bin-v1", payload});
+    // The fast node keeps up: it reads each event before the next is published.
+    auto got = recv_parts(fast);
+    if (got.size() == 4 && got[0] == "s/" + std::to_string(i))
+      ++received;
+  }
+  CHECK(received == n);
+  auto c = f.srv->counters();
+  CHECK(c.dropped > 0);
+  uint64_t link_drops = 0;
+  for (auto& l : f.srv->links())
+    link_drops += l.dropped;
+  CHECK(link_drops == c.dropped); // Every drop is attributed to a connection.
 }
 
 TEST_CASE("a connection that sends no ZMTP greeting is closed and counted",
