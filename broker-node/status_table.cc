@@ -238,6 +238,24 @@ void print_tables(const json& st) {
                 turned_away.empty() ? "" : (" (" + turned_away + ")").c_str(),
                 text(cl["rejected_inputs"]).c_str(), text(cl["ping_timeouts"]).c_str());
   }
+  if (st.contains("zeromq")) {
+    auto& z = st["zeromq"];
+    rows.clear();
+    for (auto& c : z["connections"]) {
+      if (rows.size() == max_rows)
+        break;
+      rows.push_back({text(c["side"]), text(c["peer"]), text(c["queued"]),
+                      text(c["messages_in"]), text(c["messages_out"]), text(c["dropped"])});
+    }
+    table("ZeroMQ connections", {"SIDE", "PEER", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
+          z["connections"].size());
+    std::printf("  node id %s, XSUB port %s, XPUB port %s, failed %s, bridged in %s, out %s, "
+                "not bridged %s\n",
+                text(z["node_id"]).c_str(), text(z["xsub_port"]).c_str(),
+                text(z["xpub_port"]).c_str(), text(z["failed"]).c_str(),
+                text(z["bridged_to_core"]).c_str(), text(z["bridged_from_core"]).c_str(),
+                text(z["not_bridged"]).c_str());
+  }
   rows.clear();
   auto& local = st["local"];
   size_t total = 0;

@@ -174,6 +174,8 @@ TEST_CASE("the table carries the environment variables and the short port flag",
                  {"BROKER_PORT", "broker.port"},
                  {"BROKER_WEB_SOCKET_PORT", "broker.web-socket.port"},
                  {"BROKER_METRICS_PORT", "broker.metrics.port"},
+                 {"BROKER_ZEROMQ_XSUB_PORT", "broker.zeromq.xsub-port"},
+                 {"BROKER_ZEROMQ_XPUB_PORT", "broker.zeromq.xpub-port"},
                  {"BROKER_METRICS_ENDPOINT_NAME", "broker.metrics.endpoint-name"}});
   CHECK(port_flag == 'p');
   // Broker's BROKER_CONSOLE_VERBOSITY and BROKER_FILE_VERBOSITY are compatibility spellings

@@ -33,11 +33,15 @@ option_info secret_count(std::string key) {
 
 } // namespace
 
-TEST_CASE("the table marks broker.ssl.passphrase as secret, and only secrets",
+TEST_CASE("the table marks the passphrase and the CURVE secret keys as secret, and only "
+          "those",
           "[config][secrets]") {
   for (const auto& info : configuration::options()) {
     INFO(info.key);
-    CHECK(info.secret == (info.key == "broker.ssl.passphrase"));
+    CHECK(info.secret
+          == (info.key == "broker.ssl.passphrase"
+              || info.key == "broker.zeromq.curve-server-secret-key"
+              || info.key == "broker.zeromq.curve-client-secret-key"));
   }
 }
 

@@ -5,6 +5,7 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/config/operations_options.hh"
 #include "broker/internal/config/security_options.hh"
+#include "broker/internal/config/zeromq_options.hh"
 #include "broker/internal/ops/node_probe.hh"
 #include "broker/internal/security/exposure.hh"
 
@@ -149,10 +150,14 @@ endpoint::endpoint(configuration cfg) {
                                                       [ctx] { return ctx->next_id(); });
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
-  rt->run([weak_net](core_state& st) {
-    st.on_filter_change([weak_net](const filter_type& f) {
+  std::weak_ptr<internal::endpoint_context> weak_ctx = ctx_;
+  rt->run([weak_net, weak_ctx](core_state& st) {
+    st.on_filter_change([weak_net, weak_ctx](const filter_type& f) {
       if (auto n = weak_net.lock())
         n->update_filter(f);
+      if (auto c = weak_ctx.lock())
+        if (auto z = c->zeromq())
+          z->update_filter(f);
     });
     if (auto n = weak_net.lock())
       n->update_filter(st.announcement_for(0));
@@ -169,6 +174,36 @@ endpoint::endpoint(configuration cfg) {
     if (auto res = web_socket_listen(conf.web_socket_address(), p); !res)
       startup_error_ = naming_options(res.error_value(), "broker.web-socket.port",
                                       "broker.web-socket.address");
+  if (!startup_error_) {
+    auto zs = internal::read_zeromq_settings(conf);
+    if (!zs.connect_xpub.empty() || !zs.connect_xsub.empty())
+      ctx_->io()->get_logger().write(
+        internal::log_level::warning, "zeromq",
+        "broker.zeromq.connect-xpub / connect-xsub (node mode) are not supported yet and "
+        "are ignored; run broker-node as the forwarder (broker.zeromq.xsub-port, xpub-port)");
+    if (zs.xsub_port != 0 || zs.xpub_port != 0) {
+      if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs, ctx_->runtime(),
+                                                     ctx_->next_id());
+          !srv) {
+        startup_error_ = srv.error_value();
+      } else {
+        auto& lg = ctx_->io()->get_logger();
+        lg.write(internal::log_level::info, "zeromq",
+                 "forwarder listening: XSUB on "
+                   + internal::address_text(zs.address, (*srv)->xsub_port()) + ", XPUB on "
+                   + internal::address_text(zs.address, (*srv)->xpub_port()) + ", node id "
+                   + zs.node_id
+                   + (zs.server_secret_key.empty() ? ", NULL (no authentication)" : ", CURVE"));
+        ctx_->set_zeromq(*srv);
+        // The bridge subscribes to what the node's other handlers want (and follows it).
+        std::weak_ptr<internal::zeromq::server> weak_zs = *srv;
+        ctx_->runtime()->run([weak_zs](core_state& st) {
+          if (auto z = weak_zs.lock())
+            z->update_filter(st.announcement_for(0));
+        });
+      }
+    }
+  }
   if (!startup_error_)
     if (auto p = conf.metrics_port(); p != 0)
       if (auto res = metrics_listen(conf.metrics_address(), p); !res)
@@ -404,6 +439,8 @@ void endpoint::log(log_severity level, std::string_view component,
 void endpoint::shutdown() {
   for (auto& srv : ctx_->stop_servers())
     srv->stop();
+  if (auto zs = ctx_->stop_zeromq())
+    zs->stop();
   // A round trip through the core's mailbox: the tasks posted before this call (a
   // subscription, a peering's routing update) have run when it returns. Published messages
   // are already in the peers' send queues: publishing routes them.

@@ -16,6 +16,8 @@ std::string_view to_string(handler_kind x) noexcept {
       return "store_master";
     case handler_kind::store_clone:
       return "store_clone";
+    case handler_kind::zeromq:
+      return "zeromq";
   }
   return "unknown";
 }

@@ -22,12 +22,13 @@ enum class handler_kind : uint8_t {
   web_socket,
   store_master,
   store_clone,
+  zeromq, ///< The bridge to a ZeroMQ cluster (internal/zeromq/bridge.hh).
 };
 
-inline constexpr size_t num_handler_kinds = 6;
+inline constexpr size_t num_handler_kinds = 7;
 inline constexpr size_t num_overflow_policies = 4;
 
-/// "subscriber", "hub", "peer", "web_socket", "store_master", "store_clone".
+/// "subscriber", "hub", "peer", "web_socket", "store_master", "store_clone", "zeromq".
 BROKER_API std::string_view to_string(handler_kind x) noexcept;
 
 /// A snapshot of one handler kind's counters.

@@ -11,6 +11,7 @@
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/io/io_runtime.hh"
 #include "broker/internal/web/server.hh"
+#include "broker/internal/zeromq/server.hh"
 #include "broker/internal/ops/snapshot.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/security/runtime.hh"
@@ -120,6 +121,22 @@ public:
     return servers_;
   }
 
+  /// The ZeroMQ forwarder (null unless broker.zeromq.xsub-port or xpub-port is set).
+  void set_zeromq(std::shared_ptr<zeromq::server> srv) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    zeromq_ = std::move(srv);
+  }
+
+  std::shared_ptr<zeromq::server> zeromq() const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return zeromq_;
+  }
+
+  std::shared_ptr<zeromq::server> stop_zeromq() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return std::move(zeromq_);
+  }
+
   std::vector<std::shared_ptr<http_server>> stop_servers() {
     std::lock_guard<std::mutex> guard{mtx_};
     return std::move(servers_);
@@ -170,6 +187,7 @@ private:
   std::shared_ptr<io_runtime> io_;
   std::shared_ptr<peer_manager> net_;
   std::vector<std::shared_ptr<http_server>> servers_;
+  std::shared_ptr<zeromq::server> zeromq_;
   std::vector<std::shared_ptr<store_frontend>> stores_;
   std::shared_ptr<const node_probe> probe_;
   std::shared_ptr<security::runtime> security_;

@@ -7,6 +7,7 @@
 
 #include "broker/internal/config/config_file.hh"
 #include "broker/internal/config/operations_options.hh"
+#include "broker/internal/config/zeromq_options.hh"
 #include "broker/internal/config/security_options.hh"
 
 namespace broker::internal {
@@ -376,6 +377,7 @@ std::vector<option_info> make_options_table() {
   // Rows read by key, not by builtin_option (operations_options.hh, security_options.hh).
   append_operations_options(table);
   append_security_options(table);
+  append_zeromq_options(table);
   return table;
 }
 

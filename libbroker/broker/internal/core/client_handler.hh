@@ -15,8 +15,10 @@ namespace broker::internal {
 /// A handler whose sink is the send queue of a WebSocket client.
 class client_handler : public handler {
 public:
-  client_handler(uint64_t id, std::shared_ptr<message_queue> queue)
-    : handler(id, handler_kind::web_socket, queue->policy(), queue->capacity()),
+  /// `kind`: web_socket, or zeromq for the ZeroMQ bridge (the same kind of sink).
+  client_handler(uint64_t id, std::shared_ptr<message_queue> queue,
+                 handler_kind kind = handler_kind::web_socket)
+    : handler(id, kind, queue->policy(), queue->capacity()),
       queue_(std::move(queue)) {}
 
   size_t buffered() const noexcept override { return queue_->size(); }

@@ -19,6 +19,7 @@
 //   3. consume(n) after the socket took n bytes; done() when everything went out.
 //   4. clear() before the next batch; capacities are kept, so steady state allocates nothing,
 //      until 16 writes in a row used less than a quarter of them: then they are freed.
+//      An idle connection may also give them back at once (swap(); net/channel.hh).
 
 #include <sys/uio.h>
 
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace broker::internal {
@@ -112,6 +114,22 @@ public:
     out.reserve(total_);
     for (auto& p : pieces_)
       out.append(p.scratch ? scratch_.data() + p.offset : p.data, p.size);
+  }
+
+  /// Bytes of memory the buffer holds (its capacities).
+  size_t capacity() const noexcept {
+    return scratch_.capacity() + pieces_.capacity() * sizeof(piece)
+           + iov_.capacity() * sizeof(iovec);
+  }
+
+  /// Exchanges contents and memory with `other` (to give memory back: swap with a fresh one).
+  void swap(gather_buffer& other) noexcept {
+    scratch_.swap(other.scratch_);
+    pieces_.swap(other.pieces_);
+    iov_.swap(other.iov_);
+    std::swap(first_, other.first_);
+    std::swap(total_, other.total_);
+    std::swap(consumed_, other.consumed_);
   }
 
   void clear() noexcept {

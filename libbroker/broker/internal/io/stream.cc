@@ -12,7 +12,7 @@ namespace broker::internal {
 
 stream::stream(socket_type sock, boost::asio::ssl::context* tls) : sock_(std::move(sock)) {
   if (tls)
-    tls_.emplace(sock_, *tls);
+    tls_ = std::make_unique<boost::asio::ssl::stream<socket_type&>>(sock_, *tls);
 }
 
 std::string stream::remote_name() const {

@@ -25,7 +25,7 @@
 #include <boost/asio/write.hpp>
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 
 namespace broker::internal {
@@ -43,7 +43,7 @@ public:
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
 
-  bool secure() const noexcept { return tls_.has_value(); }
+  bool secure() const noexcept { return tls_ != nullptr; }
 
   socket_type& socket() noexcept { return sock_; }
 
@@ -122,7 +122,8 @@ public:
 
 private:
   socket_type sock_;
-  std::optional<boost::asio::ssl::stream<socket_type&>> tls_;
+  /// Allocated for TLS only: a plain connection does not carry the TLS stream's ~360 bytes.
+  std::unique_ptr<boost::asio::ssl::stream<socket_type&>> tls_;
   uint64_t send_calls_ = 0;
 };
 

@@ -25,6 +25,7 @@ public:
     auto mode = io ? io->mode() : tls_mode::plain;
     result.client_tls = std::string{to_string(mode)};
     add_clients(*ctx, result.clients);
+    add_zeromq(*ctx, result.zeromq);
     if (io)
       for (auto& e : io->get_logger().recent())
         result.events.push_back(
@@ -71,6 +72,35 @@ public:
   }
 
 private:
+  static void add_zeromq(const endpoint_context& ctx, zeromq_report& out) {
+    auto srv = ctx.zeromq();
+    if (!srv)
+      return;
+    out.enabled = true;
+    out.node_id = srv->node_id();
+    out.xsub_port = srv->xsub_port();
+    out.xpub_port = srv->xpub_port();
+    auto c = srv->counters();
+    out.frontend_bytes_received = c.frontend_bytes_received;
+    out.frontend_messages_received = c.frontend_messages_received;
+    out.frontend_bytes_sent = c.frontend_bytes_sent;
+    out.frontend_messages_sent = c.frontend_messages_sent;
+    out.backend_bytes_received = c.backend_bytes_received;
+    out.backend_messages_received = c.backend_messages_received;
+    out.backend_bytes_sent = c.backend_bytes_sent;
+    out.backend_messages_sent = c.backend_messages_sent;
+    out.accepted = c.accepted;
+    out.failed = c.failed;
+    out.dropped = c.dropped;
+    out.bridged_to_core = c.bridged_to_core;
+    out.bridged_from_core = c.bridged_from_core;
+    out.not_bridged = c.not_bridged;
+    out.bridge_dropped = c.bridge_dropped;
+    for (auto& l : srv->links())
+      out.links.push_back(zeromq_link_report{l.side, l.peer, l.messages_in, l.messages_out,
+                                             l.dropped, l.queued});
+  }
+
   static void add_clients(const endpoint_context& ctx, client_report& out) {
     std::array<uint64_t, num_client_rejects> rejected{};
     for (auto& srv : ctx.servers()) {

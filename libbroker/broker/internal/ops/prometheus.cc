@@ -152,7 +152,7 @@ struct family_row {
 };
 
 constexpr std::string_view kind_values =
-  "kind: subscriber, hub, peer, web_socket, store_master, store_clone";
+  "kind: subscriber, hub, peer, web_socket, store_master, store_clone, zeromq";
 
 constexpr overflow_policy all_policies[] = {overflow_policy::block, overflow_policy::drop_oldest,
                                             overflow_policy::drop_newest,
@@ -184,12 +184,14 @@ void per_store(const render_input& in, writer& w, F field) {
 const std::vector<family_row>& rows() {
   static const std::vector<family_row> table = {
     // -- Broker's families ------------------------------------------------------------
-    {{"broker_connections", "gauge", "type: native, web-socket", true,
-      "Number of active network connections: peerings (native) and WebSocket clients."},
+    {{"broker_connections", "gauge", "type: native, web-socket, zeromq", true,
+      "Number of active network connections: peerings (native), WebSocket clients and "
+      "ZeroMQ connections (ours)."},
      [](const render_input& in, writer& w) {
        auto& m = in.snap.core.metrics;
        w.sample({{"type", "native"}}, m[handler_kind::peer].handlers);
        w.sample({{"type", "web-socket"}}, m[handler_kind::web_socket].handlers);
+       w.sample({{"type", "zeromq"}}, in.snap.network.zeromq.links.size());
      }},
     {{"broker_processed_messages_total", "counter",
       "type: data, command, routing-update, ping, pong", true,
@@ -254,6 +256,62 @@ const std::vector<family_row>& rows() {
       "each is also logged, an error event, and the verdict its writer gets."},
      [](const render_input& in, writer& w) {
        per_store(in, w, [](auto& s) { return s.rejected_writes; });
+     }},
+    // -- Zeek's ZeroMQ forwarder (ZeroMQ-Proxy.cc), so that its dashboards keep working --
+    {{"zeek_cluster_zeromq_proxy_frontend_bytes_received", "counter", "-", false,
+      "Bytes of events received from nodes' XPUBs (our XSUB side)."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.frontend_bytes_received);
+     }},
+    {{"zeek_cluster_zeromq_proxy_frontend_messages_received", "counter", "-", false,
+      "Events received from nodes' XPUBs (our XSUB side)."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.frontend_messages_received);
+     }},
+    {{"zeek_cluster_zeromq_proxy_frontend_bytes_sent", "counter", "-", false,
+      "Bytes of subscriptions sent to nodes' XPUBs."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.frontend_bytes_sent);
+     }},
+    {{"zeek_cluster_zeromq_proxy_frontend_messages_sent", "counter", "-", false,
+      "Subscriptions sent to nodes' XPUBs."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.frontend_messages_sent);
+     }},
+    {{"zeek_cluster_zeromq_proxy_backend_bytes_received", "counter", "-", false,
+      "Bytes of subscriptions received from nodes' XSUBs (our XPUB side)."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.backend_bytes_received);
+     }},
+    {{"zeek_cluster_zeromq_proxy_backend_messages_received", "counter", "-", false,
+      "Subscriptions received from nodes' XSUBs (our XPUB side)."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.backend_messages_received);
+     }},
+    {{"zeek_cluster_zeromq_proxy_backend_bytes_sent", "counter", "-", false,
+      "Bytes of events queued for nodes' XSUBs."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.backend_bytes_sent);
+     }},
+    {{"zeek_cluster_zeromq_proxy_backend_messages_sent", "counter", "-", false,
+      "Events queued for nodes' XSUBs."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.backend_messages_sent);
+     }},
+    {{"broker_zeromq_dropped_messages_total", "counter", "-", false,
+      "Events for ZeroMQ connections dropped by broker.zeromq.overflow-policy."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.dropped);
+     }},
+    {{"broker_zeromq_failed_connections_total", "counter", "-", false,
+      "ZeroMQ connections closed for bad input, a failed handshake or a timeout."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.failed);
+     }},
+    {{"broker_zeromq_not_bridged_total", "counter", "-", false,
+      "ZeroMQ events the node subscribed to that were not broker-bin-v1 or did not decode."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.zeromq.not_bridged);
      }},
     {{"broker_build_info", "gauge", "version: the library version", false,
       "Always 1; the label carries the version of this node."},

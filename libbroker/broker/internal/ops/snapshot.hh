@@ -86,6 +86,32 @@ struct store_report {
   uint64_t rejected_writes = 0; ///< Master: writes it rejected (ours, not Broker's).
 };
 
+/// One ZeroMQ connection (internal/zeromq/).
+struct zeromq_link_report {
+  std::string side; ///< "xsub" (a node's XPUB: it publishes) or "xpub" (it subscribes)
+  std::string peer; ///< address:port
+  uint64_t messages_in = 0;
+  uint64_t messages_out = 0;
+  uint64_t dropped = 0; ///< By the overflow policy.
+  uint64_t queued = 0;
+};
+
+/// The ZeroMQ forwarder and bridge (all zero unless broker.zeromq.*-port is set).
+struct zeromq_report {
+  bool enabled = false;
+  std::string node_id;
+  uint16_t xsub_port = 0;
+  uint16_t xpub_port = 0;
+  // Zeek's forwarder counters: the frontend is the XSUB side, the backend the XPUB side.
+  uint64_t frontend_bytes_received = 0, frontend_messages_received = 0;
+  uint64_t frontend_bytes_sent = 0, frontend_messages_sent = 0;
+  uint64_t backend_bytes_received = 0, backend_messages_received = 0;
+  uint64_t backend_bytes_sent = 0, backend_messages_sent = 0;
+  uint64_t accepted = 0, failed = 0, dropped = 0;
+  uint64_t bridged_to_core = 0, bridged_from_core = 0, not_bridged = 0, bridge_dropped = 0;
+  std::vector<zeromq_link_report> links;
+};
+
 /// What the network side reports.
 struct network_report {
   std::vector<peer_link> peers;
@@ -97,6 +123,7 @@ struct network_report {
   /// How WebSocket clients connect: "plain" (ws://) or TLS (wss://).
   std::string client_tls = "plain";
   client_report clients;
+  zeromq_report zeromq;
   /// The node's recent events, the oldest first.
   std::vector<event_entry> events;
 };

@@ -234,7 +234,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   doc["kinds"] = std::move(kinds);
   doc["drops"] = std::move(drops);
   // Handlers by kind.
-  std::vector<const handler_status*> peers, clients, subscribers, hubs, stores;
+  std::vector<const handler_status*> peers, clients, subscribers, hubs, stores, bridges;
   for (auto& h : core.handlers) {
     switch (h.kind) {
       case handler_kind::peer:
@@ -252,6 +252,9 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       case handler_kind::store_master:
       case handler_kind::store_clone:
         stores.push_back(&h);
+        break;
+      case handler_kind::zeromq:
+        bridges.push_back(&h);
         break;
     }
   }
@@ -317,10 +320,38 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   clients_list["rejected_inputs"] = cr.rejected_inputs;
   clients_list["ping_timeouts"] = cr.ping_timeouts;
   doc["clients"] = std::move(clients_list);
+  if (const auto& z = snap.network.zeromq; z.enabled) {
+    json zj;
+    zj["node_id"] = z.node_id;
+    zj["xsub_port"] = z.xsub_port;
+    zj["xpub_port"] = z.xpub_port;
+    zj["accepted"] = z.accepted;
+    zj["failed"] = z.failed;
+    zj["dropped"] = z.dropped;
+    zj["bridged_to_core"] = z.bridged_to_core;
+    zj["bridged_from_core"] = z.bridged_from_core;
+    zj["not_bridged"] = z.not_bridged;
+    zj["bridge_dropped"] = z.bridge_dropped;
+    json links = json::array();
+    for (auto& l : z.links) {
+      json lj;
+      lj["side"] = l.side;
+      lj["peer"] = l.peer;
+      lj["messages_in"] = l.messages_in;
+      lj["messages_out"] = l.messages_out;
+      lj["dropped"] = l.dropped;
+      lj["queued"] = l.queued;
+      links.push_back(std::move(lj));
+    }
+    zj["connections"] = std::move(links);
+    doc["zeromq"] = std::move(zj);
+  }
   auto plain = [&](const handler_status& h) { return handler_json(h, rates); };
   json local;
   local["subscribers"] = listing(subscribers, query.limit, plain);
   local["hubs"] = listing(hubs, query.limit, plain);
+  // The bridge to a ZeroMQ cluster (its queue holds what goes to ZeroMQ subscribers).
+  local["zeromq_bridge"] = listing(bridges, query.limit, plain);
   auto store_list = listing(stores, query.limit, [&](const handler_status& h) {
     auto x = handler_json(h, rates);
     x["role"] = h.kind == handler_kind::store_master ? "master" : "clone";

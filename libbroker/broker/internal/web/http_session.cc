@@ -13,8 +13,10 @@
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/read.hpp>
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
+// SHA-1 and base64 of the accept key from Beast, not OpenSSL: a plain ws:// node then never
+// initializes libcrypto, whose first digest faults in about 2 MB of its code and tables.
+#include <boost/beast/core/detail/base64.hpp>
+#include <boost/beast/core/detail/sha1.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -133,16 +135,20 @@ std::string web_socket_accept(std::string_view key) {
   // 16 bytes encode to 24 base64 characters, the last two of them padding.
   if (key.size() != 24 || key.substr(22) != "==")
     return {};
-  unsigned char raw[24];
-  if (EVP_DecodeBlock(raw, reinterpret_cast<const unsigned char*>(key.data()), 24) != 18)
+  auto is_base64 = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/';
+  };
+  if (!std::all_of(key.begin(), key.begin() + 22, is_base64))
     return {};
-  std::string text{key};
-  text += accept_guid;
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  unsigned char out[32];
-  auto n = EVP_EncodeBlock(out, digest, SHA_DIGEST_LENGTH);
-  return std::string{reinterpret_cast<const char*>(out), static_cast<size_t>(n)};
+  beast::detail::sha1_context ctx;
+  beast::detail::init(ctx);
+  beast::detail::update(ctx, key.data(), key.size());
+  beast::detail::update(ctx, accept_guid.data(), accept_guid.size());
+  unsigned char digest[beast::detail::sha1_context::digest_size];
+  beast::detail::finish(ctx, digest);
+  char out[beast::detail::base64::encoded_size(sizeof(digest))];
+  auto n = beast::detail::base64::encode(out, digest, sizeof(digest));
+  return std::string{out, n};
 }
 
 http_session::http_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn)
@@ -354,12 +360,12 @@ void http_session::upgrade() {
     app_error = check_application_name(app);
   }
   auto session = std::make_shared<ws_session>(srv_, std::move(conn_), std::move(response),
-                                              early, std::move(app), std::move(app_error));
+                                              early, std::move(app));
   if (!srv_->track(session)) {
     session->abort(); // The server stopped while this request was on its way.
     return;
   }
-  session->start();
+  session->start(app_error);
 }
 
 void http_session::respond_plain(unsigned status, std::string body) {

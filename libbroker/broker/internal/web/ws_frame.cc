@@ -231,6 +231,10 @@ event reader::failure(uint16_t code, std::string_view why) {
 }
 
 event reader::next() {
+  return next(buf_.data(), end_, pos_);
+}
+
+event reader::next(char* data, size_t size, size_t& pos) {
   if (failed_) {
     event result;
     result.kind = event::fail;
@@ -239,10 +243,10 @@ event reader::next() {
     return result;
   }
   for (;;) {
-    auto avail = end_ - pos_;
+    auto avail = size - pos;
     if (avail < 2)
       return {};
-    const char* p = buf_.data() + pos_;
+    const char* p = data + pos;
     auto b0 = static_cast<uint8_t>(p[0]);
     auto b1 = static_cast<uint8_t>(p[1]);
     bool fin = (b0 & 0x80) != 0;
@@ -290,12 +294,12 @@ event reader::next() {
     }
     if (avail - hdr < len)
       return {};
-    char* payload = buf_.data() + pos_ + hdr;
-    auto size = static_cast<size_t>(len);
+    char* payload = data + pos + hdr;
+    auto n = static_cast<size_t>(len);
     // Unmasked client frames are accepted (as Broker does); their bytes are checked below.
-    bool non_ascii = masked ? unmask(payload, size, payload - 4) : true;
-    pos_ += hdr + size;
-    std::string_view body{payload, size};
+    bool non_ascii = masked ? unmask(payload, n, payload - 4) : true;
+    pos += hdr + n;
+    std::string_view body{payload, n};
     event result;
     switch (static_cast<opcode>(op)) {
       case opcode::text:
@@ -341,12 +345,12 @@ event reader::next() {
         result.payload = body;
         return result;
       case opcode::close:
-        if (size == 0) {
+        if (n == 0) {
           result.kind = event::close;
           result.code = close_no_status;
           return result;
         }
-        if (size == 1)
+        if (n == 1)
           return failure(close_protocol_error, "close frame with a one-byte payload");
         result.code = load_be16(payload);
         if (!is_valid_close_code(result.code))

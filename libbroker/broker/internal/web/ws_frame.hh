@@ -113,6 +113,11 @@ public:
   /// of next() or prepare().
   event next();
 
+  /// Like next(), on bytes the caller holds (the reader's own buffer is not used): the next
+  /// event of [data, data + size) at `pos`, which advances past the frames it used; payloads
+  /// are unmasked in place. A view stays valid while `data` does and until the next call.
+  event next(char* data, size_t size, size_t& pos);
+
   /// Bytes buffered but not yet turned into events, plus a message under assembly.
   size_t buffered() const noexcept { return end_ - pos_ + fragments_.size(); }
 

@@ -16,9 +16,6 @@ namespace {
 
 constexpr std::string_view component = "web-socket";
 
-/// Bytes asked from the socket per read.
-constexpr size_t read_size = 64 * 1024;
-
 /// Control frames waiting to be written beyond which the session stops reading for a while
 /// (a burst of pings); broker.max-pending-control-bytes, much larger, ends the session.
 constexpr size_t control_read_pause = 64 * 1024;
@@ -30,15 +27,12 @@ constexpr auto close_timeout = std::chrono::seconds{1};
 } // namespace
 
 ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-                       std::string response, std::string_view early, std::string app,
-                       std::string app_error)
-  : srv_(std::move(srv)),
-    conn_(std::move(conn)),
+                       std::string response, std::string_view early, std::string app)
+  : queued_channel(std::move(conn), &srv->gate),
+    srv_(std::move(srv)),
     timer_(conn_->get_executor()),
     reader_(srv_->opts.max_message_size),
-    app_(std::move(app)),
-    app_error_(std::move(app_error)),
-    ping_timer_(conn_->get_executor()) {
+    app_(std::move(app)) {
   boost::system::error_code ec;
   auto ep = conn_->socket().remote_endpoint(ec);
   if (!ec) {
@@ -47,7 +41,7 @@ ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream>
   }
   ctrl_ = std::move(response);
   if (!early.empty())
-    reader_.feed(early);
+    rx_.assign(early.data(), early.size());
   ++srv_->clients;
 }
 
@@ -55,35 +49,35 @@ ws_session::~ws_session() {
   --srv_->clients;
 }
 
-void ws_session::start() {
-  if (!app_error_.empty()) {
+void ws_session::start(const std::string& app_error) {
+  if (!app_error.empty()) {
     // Zeek's server answers exactly so (code and close), after the 101.
     log(log_level::info, component,
-        "client " + address_ + ":" + std::to_string(port_) + " rejected: " + app_error_);
+        "client " + address_ + ":" + std::to_string(port_) + " rejected: " + app_error);
     srv_->reject(client_reject::application_name);
     queue_control(ws::make_frame(ws::opcode::text,
-                                 json::make_error("invalid_application_name", app_error_)));
+                                 json::make_error("invalid_application_name", app_error)));
     close_with(ws::close_policy_violation, "invalid X-Application-Name");
     write_more();
     read_more();
     return;
   }
   timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec && self->phase_ == phase::awaiting_filter && !self->finished_) {
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
+    if (!ec && self->phase_ == phase::awaiting_filter && !self->closed_) {
       self->log(log_level::info, component,
                 "client " + self->address_ + " sent no subscriptions in time");
       self->finish(peer_end::lost, "no subscriptions in time");
     }
   });
-  handle_events(); // Frames that came with the upgrade request (after the 101 in ctrl_).
+  decode_carried(); // Frames that came with the upgrade request (after the 101 in ctrl_).
   write_more();
   read_more();
 }
 
 void ws_session::close_for_shutdown() {
-  asio::post(conn_->get_executor(), [self = shared_from_this()] {
-    if (self->finished_ || self->close_pending_ || self->close_sent_)
+  asio::post(conn_->get_executor(), [self = self()] {
+    if (self->closed_ || self->close_pending_ || self->close_sent_)
       return;
     if (self->phase_ != phase::attached) {
       self->finish(peer_end::removed, "shutting down");
@@ -96,53 +90,30 @@ void ws_session::close_for_shutdown() {
 
 void ws_session::abort() {
   asio::post(conn_->get_executor(),
-             [self = shared_from_this()] { self->finish(peer_end::removed, "shutting down"); });
+             [self = self()] { self->finish(peer_end::removed, "shutting down"); });
 }
 
 // -- reading ------------------------------------------------------------------------------
 
-bool ws_session::input_blocked() const noexcept {
-  return read_paused_ || phase_ == phase::attaching || ctrl_.size() > control_read_pause;
+bool ws_session::hold_input() const noexcept {
+  return ctrl_.size() > control_read_pause;
 }
 
-void ws_session::read_more() {
-  if (reading_ || finished_ || input_blocked())
-    return;
-  reading_ = true;
-  auto* buf = reader_.prepare(read_size);
-  conn_->async_read_some(asio::buffer(buf, read_size),
-                         [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                           self->reading_ = false;
-                           self->on_read(ec, n);
-                         });
+void ws_session::on_read_error(const boost::system::error_code& ec) {
+  if (close_sent_)
+    finish(peer_end::removed, close_reason_);
+  else
+    finish(peer_end::lost, ec == asio::error::eof ? "closed by client" : ec.message());
 }
 
-void ws_session::on_read(const boost::system::error_code& ec, size_t n) {
-  if (finished_)
-    return;
-  if (ec) {
-    if (close_sent_)
-      finish(peer_end::removed, close_reason_);
-    else
-      finish(peer_end::lost, ec == asio::error::eof ? "closed by client" : ec.message());
-    return;
-  }
-  reader_.commit(n);
-  heard_ = true;
-  handle_events();
-  if (finished_)
-    return;
-  flush_input();
-  write_more();
-  read_more();
-}
-
-void ws_session::handle_events() {
-  while (!finished_ && phase_ != phase::attaching) {
-    auto ev = reader_.next();
+size_t ws_session::decode(char* data, size_t size) {
+  heard_since_tick_ = true;
+  size_t pos = 0;
+  while (!closed_ && phase_ != phase::attaching) {
+    auto ev = reader_.next(data, size, pos);
     switch (ev.kind) {
       case ws::event::need_more:
-        return;
+        return pos;
       case ws::event::text:
       case ws::event::binary: // Zeek's clients send their JSON in binary frames.
         if (close_pending_ || close_sent_)
@@ -162,12 +133,12 @@ void ws_session::handle_events() {
         if (close_sent_ && !close_is_final_) {
           // The answer to our close: the handshake is complete.
           finish(peer_end::removed, close_reason_);
-          return;
+          return pos;
         }
         if (!close_pending_ && !close_sent_)
           close_with(ev.code == ws::close_no_status ? ws::close_normal : ev.code,
                      "closed by client", true);
-        return;
+        return pos;
       case ws::event::fail:
         log(log_level::info, component,
             "client " + address_ + ":" + std::to_string(port_)
@@ -177,9 +148,10 @@ void ws_session::handle_events() {
         // if they could answer), then TCP.
         if (!close_pending_ && !close_sent_)
           close_with(ev.code, std::string{ev.payload});
-        return;
+        return size; // Nothing behind a violation is read.
     }
   }
+  return pos;
 }
 
 void ws_session::on_first_message(std::string_view text) {
@@ -206,20 +178,16 @@ void ws_session::on_first_message(std::string_view text) {
     close_with(ws::close_policy_violation, "too many subscriptions");
     return;
   }
-  id_ = srv_->next_id();
-  out_ = std::make_shared<message_queue>(opts.buffer_size, opts.policy);
-  in_ = std::make_unique<net_input>(srv_->rt->routing(), id_, source_kind::client);
-  std::weak_ptr<ws_session> weak = shared_from_this();
-  auto exec = conn_->get_executor();
-  auto srv = srv_;
-  out_->on_ready([weak, exec, srv] {
-    srv->post(exec, [weak] {
-      if (auto self = weak.lock())
-        self->write_more();
-    });
+  auto id = srv_->next_id();
+  set_queue(std::make_shared<message_queue>(opts.buffer_size, opts.policy));
+  attach(id, std::make_unique<net_input>(srv_->rt->routing(), id, source_kind::client));
+  std::weak_ptr<ws_session> weak = self();
+  out_->on_ready([weak] {
+    if (auto self = weak.lock())
+      self->schedule_write();
   });
   client_attachment att;
-  att.id = id_;
+  att.id = id;
   att.client = client_id_;
   for (auto& prefix : *filter)
     att.filter.emplace_back(prefix);
@@ -231,19 +199,18 @@ void ws_session::on_first_message(std::string_view text) {
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
-  srv_->set_app(id_, &app_);
+  srv_->set_app(id, &app_);
   phase_ = phase::attaching;
-  srv_->rt->post([att = std::move(att), self = shared_from_this(), exec](core_state& st) mutable {
+  raise_barrier(); // Frames behind the subscriptions wait until the core attached us.
+  srv_->rt->post([att = std::move(att), self = self()](core_state& st) mutable {
     st.add_client(std::move(att));
     st.commit(); // The ack must not overtake the snapshot that routes to us.
-    auto srv = self->srv_;
-    srv->post(exec, [self] { self->on_attached(); });
+    self->core_caught_up();
   });
 }
 
-void ws_session::on_attached() {
-  if (finished_)
-    return; // finish() already told the core to remove us again.
+void ws_session::on_caught_up() {
+  // finish() may already have told the core to remove us again: the channel checks that.
   phase_ = phase::attached;
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
@@ -251,17 +218,17 @@ void ws_session::on_attached() {
   arm_ping();
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
-  handle_events(); // Frames that arrived right behind the subscriptions.
-  flush_input();
-  write_more();
-  read_more();
+  // The channel decodes the frames that arrived right behind the subscriptions next.
 }
 
 void ws_session::on_text(std::string_view text) {
   ++inputs_;
   std::string topic;
   data value;
-  auto res = decoder_.data_message(text, topic, value, srv_->opts.max_depth);
+  // One decoder per I/O thread: its scratch is reused from message to message, and a
+  // session does not keep the scratch of its largest message.
+  thread_local json::decoder decoder;
+  auto res = decoder.data_message(text, topic, value, srv_->opts.max_depth);
   if (!res) {
     reject_input(json::error_context(inputs_, res));
     return;
@@ -299,20 +266,20 @@ std::string ws_session::describe() const {
 
 void ws_session::arm_ping() {
   auto interval = srv_->opts.ping_interval_ms;
-  if (interval == 0 || finished_)
+  if (interval == 0 || closed_)
     return;
-  ping_timer_.expires_after(std::chrono::milliseconds{interval});
-  ping_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  timer_.expires_after(std::chrono::milliseconds{interval});
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (!ec)
       self->on_ping_tick();
   });
 }
 
 void ws_session::on_ping_tick() {
-  if (finished_ || close_pending_ || close_sent_)
+  if (closed_ || close_pending_ || close_sent_)
     return;
-  bool heard = heard_;
-  heard_ = false;
+  bool heard = heard_since_tick_;
+  heard_since_tick_ = false;
   if (!heard && ping_pending_) {
     if (writing_ || input_blocked()) {
       arm_ping(); // Our side kept the ping or its answer from moving: no verdict.
@@ -337,31 +304,9 @@ void ws_session::on_ping_tick() {
   arm_ping();
 }
 
-void ws_session::flush_input() {
-  if (!in_)
-    return;
-  // The waker holds the session: a parked session lives until it routed its input.
-  auto self = shared_from_this();
-  auto waker = [self] {
-    self->srv_->post(self->conn_->get_executor(), [self] {
-      self->flush_input();
-      self->read_more();
-    });
-  };
-  if (in_->flush(waker)) {
-    read_paused_ = false;
-    if (detach_)
-      detach_when_routed();
-  } else {
-    read_paused_ = true; // A flooding client is slowed by TCP, never disconnected.
-  }
-}
-
-void ws_session::detach_when_routed() {
-  auto [why, reason, limit] = std::move(*detach_);
-  detach_.reset();
-  srv_->rt->post([id = id_, why = why, reason = std::move(reason),
-                  limit = limit](core_state& st) mutable {
+void ws_session::detach() {
+  srv_->rt->post([id = id(), why = detach_why_, reason = std::move(close_reason_),
+                  limit = detach_limit_](core_state& st) mutable {
     if (limit)
       st.count_limit_disconnect(handler_kind::web_socket);
     st.remove_client(id, why, std::move(reason));
@@ -372,7 +317,7 @@ void ws_session::detach_when_routed() {
 
 void ws_session::queue_control(std::string frame) {
   ctrl_ += frame;
-  if (ctrl_.size() > srv_->opts.max_control_bytes && !finished_) {
+  if (ctrl_.size() > srv_->opts.max_control_bytes && !closed_) {
     // The client sends pings or bad input but does not read the answers.
     auto text = "client " + to_string(client_id_) + " (" + address_ + ":"
                 + std::to_string(port_) + ") exceeded broker.max-pending-control-bytes="
@@ -387,28 +332,31 @@ void ws_session::queue_control(std::string frame) {
 }
 
 void ws_session::close_with(uint16_t code, std::string reason, bool final) {
-  close_pending_.emplace(code, std::move(reason));
+  close_pending_ = true;
+  close_code_ = code;
+  close_reason_ = std::move(reason);
   close_is_final_ = final;
   // A client that stops reading must not keep us: the close gets written in time or the
   // session ends anyway.
   timer_.expires_after(close_timeout);
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec && !self->finished_)
-      self->finish(peer_end::removed, self->close_pending_ ? self->close_pending_->second
-                                                           : self->close_reason_);
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
+    if (!ec && !self->closed_)
+      self->finish(peer_end::removed, self->close_reason_);
   });
   write_more();
 }
 
-bool ws_session::fill_batch() {
-  gather_.copy(ctrl_);
+bool ws_session::fill(gather_buffer& out) {
+  if (close_sent_)
+    return false; // Nothing follows our close frame.
+  out.copy(ctrl_);
   ctrl_.clear();
-  if (phase_ == phase::attached && out_ && !close_pending_ && !close_sent_) {
+  if (phase_ == phase::attached && out_ && !close_pending_) {
     std::optional<filter_type> unused;
     if (!out_->take(batch_, unused)) {
       // The queue closed: the core removed us, or we overflowed under `disconnect`.
       if (out_->overflowed()) {
-        gather_.copy(ws::make_frame(
+        out.copy(ws::make_frame(
           ws::opcode::text,
           json::make_error("backpressure_overflow",
                            "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
@@ -419,82 +367,37 @@ bool ws_session::fill_batch() {
       }
     }
     for (auto& msg : batch_)
-      gather_.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+      out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
-    auto [code, reason] = *close_pending_;
-    gather_.copy(ws::make_close_frame(code, reason));
-    close_reason_ = reason;
-    close_pending_.reset();
+    out.copy(ws::make_close_frame(close_code_, close_reason_));
+    close_pending_ = false;
     close_sent_ = true;
   }
-  return !gather_.empty();
+  return !out.empty();
 }
 
-void ws_session::write_more() {
-  while (!writing_ && !finished_) {
-    if (gather_.done()) {
-      bool was_close = close_sent_ && !gather_.empty();
-      batch_.clear();
-      gather_.clear();
-      if (was_close) {
-        // Our close frame is out. A reply (or a failure) ends the session; otherwise wait
-        // (bounded by the close timer) for the client's answer, which the read loop sees.
-        if (close_is_final_)
-          finish(close_end_, close_reason_);
-        return;
-      }
-      if (close_sent_ || !fill_batch()) {
-        // Reading may have waited for control frames to drain.
-        if (ctrl_.size() <= control_read_pause)
-          read_more();
-        return;
-      }
-    }
-    if (conn_->secure()) {
-      gather_.linearize(tls_buf_);
-      writing_ = true;
-      conn_->async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code ec,
-                                                                   size_t) {
-        self->writing_ = false;
-        if (ec) {
-          self->finish(peer_end::lost, "write failed: " + ec.message());
-          return;
-        }
-        self->gather_.consume(self->gather_.size());
-        self->write_more();
-      });
-      return;
-    }
-    boost::system::error_code ec;
-    if (conn_->write_now(gather_, ec))
-      continue;
-    if (ec) {
-      finish(peer_end::lost, "write failed: " + ec.message());
-      return;
-    }
-    writing_ = true;
-    conn_->async_wait_writable([self = shared_from_this()](boost::system::error_code ec) {
-      self->writing_ = false;
-      if (ec) {
-        if (!self->finished_)
-          self->finish(peer_end::lost, "write failed: " + ec.message());
-        return;
-      }
-      self->write_more();
-    });
-    return;
-  }
+bool ws_session::after_write() {
+  if (!close_sent_)
+    return true;
+  // Our close frame is out. A reply (or a failure) ends the session; otherwise wait
+  // (bounded by the close timer) for the client's answer, which the read loop sees.
+  if (close_is_final_)
+    finish(close_end_, close_reason_);
+  return false;
+}
+
+void ws_session::on_write_error(const boost::system::error_code& ec) {
+  finish(peer_end::lost, "write failed: " + ec.message());
 }
 
 // -- ending -------------------------------------------------------------------------------
 
 void ws_session::finish(peer_end why, std::string reason, bool limit) {
-  if (finished_)
+  if (closed_)
     return;
-  finished_ = true;
+  mark_closed();
   timer_.cancel();
-  ping_timer_.cancel();
   if (out_)
     out_->on_ready(nullptr);
   if (registered_) {
@@ -502,12 +405,11 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
       log(log_level::info, component,
           "client " + to_string(client_id_) + " removed: " + reason);
     // The core learns of the end after the client's last message was routed.
-    detach_.emplace(why, std::move(reason), limit);
-    if (in_)
-      flush_input();
-    else
-      detach_when_routed();
-    srv_->set_app(id_, nullptr);
+    detach_why_ = why;
+    detach_limit_ = limit;
+    close_reason_ = std::move(reason); // Nothing is sent any more: now the detach's reason.
+    end_input();
+    srv_->set_app(id(), nullptr);
   }
   close_transport(); // Untracks the session once the transport is closed.
 }
@@ -521,11 +423,11 @@ void ws_session::close_transport() {
   // the session as live until then: a node that shuts down waits for it (bounded), so
   // that its I/O does not stop under a pending close_notify and reset the connection.
   timer_.expires_after(std::chrono::milliseconds{500});
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (!ec)
       self->end_transport();
   });
-  conn_->async_shutdown([self = shared_from_this()](boost::system::error_code) {
+  conn_->async_shutdown([self = self()](boost::system::error_code) {
     self->timer_.cancel();
     self->end_transport();
   });

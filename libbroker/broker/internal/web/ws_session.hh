@@ -5,7 +5,8 @@
 // Owner: the session runs on its connection's strand; the server's session table and the
 // handlers of pending operations keep it alive. Other threads reach it only through posts
 // gated by the server (send queue ready, room in a sink, the core's attach answer,
-// shutdown).
+// shutdown). The skeleton (reading into the I/O thread's buffer, routing, the attach as a
+// barrier, gathered writes) is net/channel.hh; this class is the WebSocket protocol on it.
 //
 // Flow:
 //   1. http_session validated the upgrade; the session writes the 101 response (and
@@ -17,7 +18,7 @@
 //      close 1008. The session posts core_state::add_client() and sends the ack
 //      only after the core ran it, so anything published after the ack reaches the client.
 //   3. Input in batches, run to completion: each read takes what the socket has; every
-//      complete frame is decoded on the strand, straight from the read buffer, and the
+//      complete frame is decoded on the strand, straight from the I/O thread's buffer, and the
 //      strand routes all data messages of the read itself (core/net_input.hh). Binary
 //      messages count as text (answers are always text, as from Zeek). Bad input gets an
 //      error frame naming the field and the problem, is counted
@@ -45,38 +46,34 @@
 #include "broker/internal/config/logger.hh"
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/net_input.hh"
-#include "broker/internal/io/gather.hh"
-#include "broker/internal/io/stream.hh"
+#include "broker/internal/net/channel.hh"
 #include "broker/internal/web/ws_frame.hh"
 
 #include <boost/asio/steady_timer.hpp>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 
 namespace broker::internal {
 
 class server_impl;
 
-class ws_session : public std::enable_shared_from_this<ws_session> {
+class ws_session : public queued_channel<data_message> {
 public:
   /// `response` is the 101 answer to send first; `early` holds bytes that arrived behind
-  /// the upgrade request.
-  /// `app` is the client's X-Application-Name (empty if it sent none); a non-empty
-  /// `app_error` says why it is invalid, and the session then only rejects the client.
+  /// the upgrade request. `app` is the client's X-Application-Name (empty if it sent none).
   ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-             std::string response, std::string_view early, std::string app = {},
-             std::string app_error = {});
+             std::string response, std::string_view early, std::string app = {});
   ~ws_session();
 
   ws_session(const ws_session&) = delete;
   ws_session& operator=(const ws_session&) = delete;
 
-  /// Sends the 101 response and starts reading. Pre: the server tracks the session.
-  void start();
+  /// Sends the 101 response and starts reading. Pre: the server tracks the session. A
+  /// non-empty `app_error` says why the X-Application-Name is invalid: the session then
+  /// only rejects the client.
+  void start(const std::string& app_error = {});
 
   /// Sends close 1000 after the frames already taken from the queue (any thread).
   void close_for_shutdown();
@@ -87,15 +84,19 @@ public:
 private:
   enum class phase : uint8_t { awaiting_filter, attaching, attached };
 
+  std::shared_ptr<ws_session> self() {
+    return std::static_pointer_cast<ws_session>(shared_from_this());
+  }
+
   /// Writes through the endpoint's logger (defined in server.cc).
   void log(log_level level, std::string_view component, std::string_view message) const;
 
-  // -- reading
-  void read_more();
-  void on_read(const boost::system::error_code& ec, size_t n);
-  void handle_events();
+  // -- reading (channel hooks and the frames)
+  size_t decode(char* data, size_t size) override;
+  void on_read_error(const boost::system::error_code& ec) override;
+  bool hold_input() const noexcept override;
+  void on_caught_up() override;
   void on_first_message(std::string_view text);
-  void on_attached();
   void on_text(std::string_view text);
   void reject_input(const std::string& context);
   /// "client <id> (<address>:<port>[, app <name>])" for log lines.
@@ -104,13 +105,11 @@ private:
   // -- liveness
   void arm_ping();
   void on_ping_tick();
-  void flush_input();
-  void detach_when_routed();
-  bool input_blocked() const noexcept;
 
-  // -- writing
-  void write_more();
-  bool fill_batch();
+  // -- writing (channel hooks)
+  bool fill(gather_buffer& out) override;
+  bool after_write() override;
+  void on_write_error(const boost::system::error_code& ec) override;
   void queue_control(std::string frame);
   /// Queues a close frame behind what is pending. `final`: end the session once it is
   /// written (a reply to the client's close, or a protocol failure); otherwise wait for
@@ -119,11 +118,14 @@ private:
 
   // -- ending
   void finish(peer_end why, std::string reason, bool limit = false);
+  void detach() override;
   void close_transport();
   void end_transport();
 
   std::shared_ptr<server_impl> srv_;
-  std::unique_ptr<stream> conn_;
+  /// One timer for each phase in turn (a timer costs 120 bytes): the deadline for the
+  /// subscriptions, then the pings, then the close handshake. Every handler checks the
+  /// state it was armed for, so a stale expiry does nothing.
   boost::asio::steady_timer timer_;
   ws::reader reader_;
   std::string address_;
@@ -131,41 +133,30 @@ private:
   phase phase_ = phase::awaiting_filter;
 
   // Attachment to the core.
-  uint64_t id_ = 0;
   endpoint_id client_id_ = endpoint_id::random();
-  std::shared_ptr<message_queue> out_;
-  std::unique_ptr<net_input> in_;
-  /// The end, told to the core once the input is routed: why, reason, over a budget.
-  std::optional<std::tuple<peer_end, std::string, bool>> detach_;
   bool registered_ = false; ///< add_client() is posted: the end must detach the client.
+  /// The end, told to the core once the input is routed (with close_reason_).
+  peer_end detach_why_ = peer_end::removed;
+  bool detach_limit_ = false; ///< The end was a budget's.
 
   // Input.
-  json::decoder decoder_; ///< Reuses its scratch memory from message to message.
   size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
-  bool reading_ = false;
-  bool read_paused_ = false; ///< Waiting for room in a sink or for control frames to drain.
 
-  // Output.
-  std::string ctrl_;        ///< Control frames waiting, in order.
-  std::vector<data_message> batch_; ///< Messages of the write in flight.
-  gather_buffer gather_;    ///< The write in flight.
-  std::string tls_buf_;     ///< Its linear copy (TLS only).
-  bool writing_ = false;
-  std::optional<std::pair<uint16_t, std::string>> close_pending_; ///< After the queue.
+  // Output. Closing: a close frame waits behind the queue (close_pending_), then went out
+  // (close_sent_); close_reason_ is its reason, and after finish() the detach's.
+  bool close_pending_ = false;
   bool close_is_final_ = false;
   bool close_sent_ = false;
+  uint16_t close_code_ = 0;
   std::string close_reason_;
 
-  // Liveness (pings).
   std::string app_;       ///< X-Application-Name, or empty.
-  std::string app_error_; ///< Why app_ is invalid; empty if it is fine.
-  boost::asio::steady_timer ping_timer_;
-  bool heard_ = false;        ///< Bytes arrived since the last tick.
+
+  // Liveness (pings).
+  bool heard_since_tick_ = false; ///< Bytes arrived since the last tick.
   bool ping_pending_ = false; ///< A ping went out and nothing came back since.
   peer_end close_end_ = peer_end::removed; ///< How the core hears of a close we started.
-
-  bool finished_ = false;
-  bool transport_closed_ = false;
+  bool transport_closed_ = false; ///< end_transport() ran.
 };
 
 } // namespace broker::internal

@@ -1,0 +1,134 @@
+#include "broker/internal/config/zeromq_options.hh"
+
+#include <random>
+
+#include <unistd.h>
+
+namespace broker::internal {
+
+namespace {
+
+constexpr uint64_t max_queue = 1u << 24;
+constexpr uint64_t max_heartbeat_ms = 3'600'000;
+
+option_info row(std::string key, option_type type, std::string def, std::string help) {
+  option_info info;
+  info.key = std::move(key);
+  info.type = type;
+  info.default_value = std::move(def);
+  info.help = std::move(help);
+  return info;
+}
+
+option_info port_row(std::string key, std::string env, std::string help) {
+  auto info = row(std::move(key), option_type::port, "0", std::move(help));
+  info.env = std::move(env);
+  return info;
+}
+
+option_info secret_row(std::string key, std::string help) {
+  auto info = row(std::move(key), option_type::string, "", std::move(help));
+  info.secret = true;
+  return info;
+}
+
+std::string generated_node_id(const configuration& cfg) {
+  // Zeek's own form: brokernode_<name>_<host>_<pid>_<random>.
+  std::string name = "broker";
+  if (auto x = cfg.get_string("broker.metrics.endpoint-name"); x && !x->empty())
+    name = *x;
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0)
+    host[0] = '\0';
+  std::random_device rd;
+  std::string result = "brokernode_" + name + "_" + host + "_" + std::to_string(getpid()) + "_";
+  static constexpr char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 8; ++i)
+    result += digits[rd() % 16];
+  return result;
+}
+
+} // namespace
+
+void append_zeromq_options(std::vector<option_info>& table) {
+  table.push_back(row("broker.zeromq.address", option_type::string, "127.0.0.1",
+                      "address the ZeroMQ forwarder sockets bind to (Zeek: the host of "
+                      "listen_xsub_endpoint / listen_xpub_endpoint)"));
+  table.push_back(port_row("broker.zeromq.xsub-port", "BROKER_ZEROMQ_XSUB_PORT",
+                           "TCP port of the forwarder's XSUB socket, where Zeek nodes' XPUBs "
+                           "connect and publish (Zeek: listen_xsub_endpoint, 5556); 0: off"));
+  table.push_back(port_row("broker.zeromq.xpub-port", "BROKER_ZEROMQ_XPUB_PORT",
+                           "TCP port of the forwarder's XPUB socket, where Zeek nodes' XSUBs "
+                           "connect and subscribe (Zeek: listen_xpub_endpoint, 5555); 0: off"));
+  table.push_back(secret_row("broker.zeromq.curve-server-secret-key",
+                             "Z85 CURVE secret key of the forwarder sockets; set: CURVE is "
+                             "required on both (Zeek: curve_server_secretkey)"));
+  table.push_back(row("broker.zeromq.curve-server-public-key", option_type::string, "",
+                      "Z85 CURVE public key of the forwarder sockets; empty: derived from the "
+                      "secret key (Zeek: curve_server_publickey)"));
+  table.push_back(secret_row("broker.zeromq.curve-client-secret-key",
+                             "Z85 CURVE secret key of this node's connections in node mode "
+                             "(Zeek: curve_client_secretkey)"));
+  table.push_back(row("broker.zeromq.curve-client-public-key", option_type::string, "",
+                      "Z85 CURVE public key of this node's connections in node mode (Zeek: "
+                      "curve_client_publickey)"));
+  table.push_back(row("broker.zeromq.connect-xpub", option_type::string, "",
+                      "node mode: tcp://host:port of an existing forwarder's XSUB that our "
+                      "XPUB connects to (Zeek: connect_xpub_endpoint); empty: off"));
+  table.push_back(row("broker.zeromq.connect-xsub", option_type::string, "",
+                      "node mode: tcp://host:port of an existing forwarder's XPUB that our "
+                      "XSUB connects to (Zeek: connect_xsub_endpoint); empty: off"));
+  table.push_back(row("broker.zeromq.node-id", option_type::string, "",
+                      "this node's ZeroMQ node id; empty: generated as Zeek does "
+                      "(brokernode_<name>_<host>_<pid>_<random>)"));
+  auto size = row("broker.zeromq.buffer-size", option_type::count,
+                  std::to_string(default_zeromq_buffer_size),
+                  "messages queued per ZeroMQ connection before its overflow policy applies "
+                  "(Zeek: xpub_sndhwm)");
+  size.min = 1;
+  size.max = max_queue;
+  table.push_back(std::move(size));
+  auto policy = row("broker.zeromq.overflow-policy", option_type::choice, "drop_oldest",
+                    "what happens to a message for a ZeroMQ connection whose queue is full");
+  policy.choices = {"drop_oldest", "drop_newest", "disconnect"};
+  table.push_back(std::move(policy));
+  auto hb = row("broker.zeromq.heartbeat-interval", option_type::count, "0",
+                "milliseconds between ZMTP PINGs on a ZeroMQ connection; one that stays "
+                "silent for three intervals is closed; 0: no heartbeats (libzmq's default, "
+                "ZMQ_HEARTBEAT_IVL)");
+  hb.min = 0;
+  hb.max = max_heartbeat_ms;
+  table.push_back(std::move(hb));
+}
+
+zeromq_settings read_zeromq_settings(const configuration& cfg) {
+  zeromq_settings s;
+  auto str = [&](const char* key, std::string& out) {
+    if (auto x = cfg.get_string(key))
+      out = *x;
+  };
+  str("broker.zeromq.address", s.address);
+  if (auto x = cfg.get_count("broker.zeromq.xsub-port"))
+    s.xsub_port = static_cast<uint16_t>(*x);
+  if (auto x = cfg.get_count("broker.zeromq.xpub-port"))
+    s.xpub_port = static_cast<uint16_t>(*x);
+  str("broker.zeromq.curve-server-secret-key", s.server_secret_key);
+  str("broker.zeromq.curve-server-public-key", s.server_public_key);
+  str("broker.zeromq.curve-client-secret-key", s.client_secret_key);
+  str("broker.zeromq.curve-client-public-key", s.client_public_key);
+  str("broker.zeromq.connect-xpub", s.connect_xpub);
+  str("broker.zeromq.connect-xsub", s.connect_xsub);
+  str("broker.zeromq.node-id", s.node_id);
+  if (s.node_id.empty())
+    s.node_id = generated_node_id(cfg);
+  if (auto x = cfg.get_count("broker.zeromq.buffer-size"))
+    s.buffer_size = static_cast<size_t>(*x);
+  if (auto x = cfg.get_string("broker.zeromq.overflow-policy"))
+    if (auto p = parse_overflow_policy(*x))
+      s.policy = *p;
+  if (auto x = cfg.get_count("broker.zeromq.heartbeat-interval"))
+    s.heartbeat_interval_ms = static_cast<size_t>(*x);
+  return s;
+}
+
+} // namespace broker::internal

@@ -1,0 +1,235 @@
+#include "broker/internal/zeromq/bridge.hh"
+
+#include "broker/internal/codec/bin.hh"
+#include "broker/internal/core/client_handler.hh"
+#include "broker/internal/core/core.hh"
+
+#include <boost/asio/post.hpp>
+
+namespace asio = boost::asio;
+
+namespace broker::internal::zeromq {
+
+namespace {
+
+constexpr std::string_view bin_format = "broker-bin-v1";
+
+/// Events routed per strand turn (others wait for the next turn).
+constexpr size_t max_inbound_batch = 256;
+
+} // namespace
+
+bridge::bridge(asio::io_context& ioc, gate& g, std::shared_ptr<core_runtime> rt, uint64_t id,
+               std::shared_ptr<forwarder> fwd, std::string node_id, size_t buffer_size,
+               overflow_policy policy)
+  : strand_(asio::make_strand(ioc)),
+    gate_(g),
+    rt_(std::move(rt)),
+    id_(id),
+    fwd_(std::move(fwd)),
+    node_id_(std::move(node_id)),
+    out_(std::make_shared<message_queue>(buffer_size, policy)),
+    inbox_(buffer_size, overflow_policy::drop_oldest) {}
+
+bridge::~bridge() = default;
+
+template <class F>
+void bridge::post(F&& f) {
+  gate_.pass([&] { asio::post(strand_, std::forward<F>(f)); });
+}
+
+void bridge::start() {
+  in_ = std::make_unique<net_input>(rt_->routing(), id_, source_kind::client);
+  std::weak_ptr<bridge> weak = weak_from_this();
+  out_->on_ready([weak] {
+    if (auto self = weak.lock())
+      self->post([self] { self->drain_out(); });
+  });
+  auto h = std::make_shared<client_handler>(id_, out_, handler_kind::zeromq);
+  auto stats = in_->stats();
+  rt_->post([h, stats, id = id_](core_state& st) {
+    st.add_handler(h, filter_type{});
+    st.add_source(id, stats);
+  });
+  fwd_->add_subscriber(this);
+  fwd_->add_publisher(this);
+  fwd_->set_tap(this, [weak](const shared_event& ev) {
+    if (auto self = weak.lock())
+      self->tap(ev);
+  });
+}
+
+void bridge::stop() {
+  post([self = shared_from_this()] {
+    if (self->stopped_)
+      return;
+    self->stopped_ = true;
+    self->fwd_->set_tap(nullptr, nullptr);
+    self->fwd_->remove_publisher(self.get());
+    self->fwd_->remove_subscriber(self.get());
+    self->out_->on_ready(nullptr);
+    self->rt_->post([id = self->id_](core_state& st) {
+      st.remove_handler(id);
+      st.remove_source(id);
+    });
+  });
+}
+
+// -- ZeroMQ -> core ------------------------------------------------------------------------------
+
+bool bridge::wanted(std::string_view topic) const {
+  std::lock_guard<std::mutex> guard{filter_mtx_};
+  for (auto& prefix : filter_)
+    if (topic.substr(0, prefix.size()) == prefix)
+      return true;
+  return false;
+}
+
+void bridge::tap(const shared_event& ev) {
+  if (ev->size() == 0 || !wanted(ev->frame(0)))
+    return;
+  bool was_empty = false;
+  auto res = inbox_.push(1, [&](size_t) { return ev; }, was_empty);
+  if (res.dropped > 0)
+    stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
+  if (!in_scheduled_.exchange(true))
+    post([self = shared_from_this()] { self->drain_in(); });
+}
+
+void bridge::drain_in() {
+  in_scheduled_.store(false);
+  if (stopped_)
+    return;
+  if (parked_ || in_->pending() > 0) {
+    // Finish what waited for room first.
+    if (!in_->flush([self = shared_from_this()] {
+          self->post([self] {
+            self->parked_ = false;
+            self->drain_in();
+          });
+        })) {
+      parked_ = true;
+      return;
+    }
+  }
+  events_.clear();
+  inbox_.pop(events_, max_inbound_batch);
+  for (auto& ev : events_) {
+    if (ev->size() != 4 || ev->frame(2) != bin_format || ev->frame(1) == node_id_
+        || bin::validate(ev->frame(3))) {
+      stats_.not_bridged.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    in_->add(data_message{new message_impl(std::string{ev->frame(0)},
+                                           std::string{ev->frame(3)}, route_info{},
+                                           message_kind::data)});
+    stats_.to_core.fetch_add(1, std::memory_order_relaxed);
+  }
+  events_.clear();
+  if (!in_->flush([self = shared_from_this()] {
+        self->post([self] {
+          self->parked_ = false;
+          self->drain_in();
+        });
+      })) {
+    parked_ = true;
+    return;
+  }
+  if (inbox_.size() > 0 && !in_scheduled_.exchange(true))
+    post([self = shared_from_this()] { self->drain_in(); });
+}
+
+// -- core -> ZeroMQ ------------------------------------------------------------------------------
+
+void bridge::drain_out() {
+  if (stopped_)
+    return;
+  std::optional<filter_type> unused;
+  while (out_->take(batch_, unused) && !batch_.empty()) {
+    for (auto& msg : batch_) {
+      const auto& bytes = msg.impl().binary();
+      if (bytes.empty())
+        continue; // Not encodable (bin::encode): nothing a Zeek node could read.
+      auto ev = std::make_shared<zmtp::multipart>();
+      ev->bytes.reserve(msg.topic().size() + node_id_.size() + bin_format.size()
+                        + bytes.size());
+      for (std::string_view part : {std::string_view{msg.topic()}, std::string_view{node_id_},
+                                    bin_format, std::string_view{bytes}}) {
+        ev->bytes.append(part);
+        ev->ends.push_back(ev->bytes.size());
+      }
+      fwd_->publish(this, ev);
+      stats_.from_core.fetch_add(1, std::memory_order_relaxed);
+    }
+    batch_.clear();
+  }
+}
+
+// -- subscriptions -------------------------------------------------------------------------------
+
+void bridge::pass_subscription(bool subscribe, const std::string& prefix) {
+  // Called under the forwarder's lock: only post.
+  post([self = shared_from_this(), subscribe, prefix] {
+    self->on_zmq_subscription(subscribe, prefix);
+  });
+}
+
+void bridge::on_zmq_subscription(bool subscribe, const std::string& prefix) {
+  if (stopped_)
+    return;
+  // The core's handler holds each prefix once, as long as some ZeroMQ subscriber does.
+  bool changed = false;
+  if (subscribe) {
+    changed = zmq_held_[prefix]++ == 0;
+  } else if (auto i = zmq_held_.find(prefix); i != zmq_held_.end() && --i->second == 0) {
+    zmq_held_.erase(i);
+    changed = true;
+  }
+  if (!changed)
+    return;
+  filter_type f{topic{prefix}};
+  rt_->post([id = id_, f, subscribe](core_state& st) {
+    if (subscribe)
+      st.subscribe(id, f);
+    else
+      st.unsubscribe(id, f);
+  });
+  sync_subscriptions();
+}
+
+void bridge::update_filter(filter_type f) {
+  std::vector<std::string> prefixes;
+  prefixes.reserve(f.size());
+  for (auto& t : f)
+    prefixes.push_back(t.string());
+  post([self = shared_from_this(), prefixes = std::move(prefixes)]() mutable {
+    {
+      std::lock_guard<std::mutex> guard{self->filter_mtx_};
+      self->filter_ = std::move(prefixes);
+    }
+    self->sync_subscriptions();
+  });
+}
+
+void bridge::sync_subscriptions() {
+  if (stopped_)
+    return;
+  // Wanted: the node's prefixes that no ZeroMQ subscriber holds (those reach every node
+  // XPUB already).
+  std::set<std::string> want;
+  {
+    std::lock_guard<std::mutex> guard{filter_mtx_};
+    for (auto& p : filter_)
+      if (zmq_held_.count(p) == 0)
+        want.insert(p);
+  }
+  for (auto& p : passed_)
+    if (want.count(p) == 0)
+      fwd_->subscription(this, false, p);
+  for (auto& p : want)
+    if (passed_.count(p) == 0)
+      fwd_->subscription(this, true, p);
+  passed_ = std::move(want);
+}
+
+} // namespace broker::internal::zeromq

@@ -1,0 +1,143 @@
+#include "broker/internal/zeromq/forwarder.hh"
+
+namespace broker::internal::zeromq {
+
+link::~link() = default;
+
+namespace {
+
+void add(std::atomic<uint64_t>& x, uint64_t n) {
+  x.fetch_add(n, std::memory_order_relaxed);
+}
+
+} // namespace
+
+void forwarder::add_publisher(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!publishers_.insert(x).second)
+    return;
+  for (auto& [prefix, n] : held_) {
+    x->pass_subscription(true, prefix);
+    add(counters_.frontend_messages_sent, 1);
+    add(counters_.frontend_bytes_sent, prefix.size() + 1);
+  }
+}
+
+void forwarder::remove_publisher(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  publishers_.erase(x);
+}
+
+void forwarder::add_subscriber(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  subscribers_.emplace(x, std::set<std::string, std::less<>>{});
+}
+
+void forwarder::remove_subscriber(link* x) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = subscribers_.find(x);
+  if (i == subscribers_.end())
+    return;
+  auto prefixes = std::move(i->second);
+  subscribers_.erase(i);
+  // libzmq's XPUB (VERBOSER) reports one unsubscribe per prefix the pipe held.
+  for (auto& prefix : prefixes)
+    xsub_send(x, false, prefix);
+}
+
+void forwarder::subscription(link* x, bool subscribe, const std::string& prefix) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  add(counters_.backend_messages_received, 1);
+  add(counters_.backend_bytes_received, prefix.size() + 1);
+  // The XPUB side: a set of prefixes per connection (libzmq's mtrie holds each pipe once
+  // per prefix: a second subscribe adds nothing, one unsubscribe removes it).
+  if (auto i = subscribers_.find(x); i != subscribers_.end()) {
+    if (subscribe)
+      i->second.insert(prefix);
+    else
+      i->second.erase(prefix);
+  }
+  // XPUB_VERBOSER reports every one of them to the XSUB side.
+  xsub_send(x, subscribe, prefix);
+}
+
+void forwarder::xsub_send(link* from, bool subscribe, const std::string& prefix) {
+  // The XSUB side counts (libzmq's xsub_t): every subscribe is passed on, duplicates
+  // included; an unsubscribe only when the last reference to the prefix goes.
+  if (subscribe) {
+    ++held_[prefix];
+    pass_locked(from, true, prefix);
+    return;
+  }
+  auto h = held_.find(prefix);
+  if (h == held_.end())
+    return;
+  if (--h->second > 0)
+    return;
+  held_.erase(h);
+  pass_locked(from, false, prefix);
+}
+
+void forwarder::pass_locked(link* from, bool subscribe, const std::string& prefix) {
+  for (auto* p : publishers_) {
+    if (p == from)
+      continue; // The bridge is both: it does not need its own subscriptions back.
+    p->pass_subscription(subscribe, prefix);
+    add(counters_.frontend_messages_sent, 1);
+    add(counters_.frontend_bytes_sent, prefix.size() + 1);
+  }
+}
+
+void forwarder::set_tap(link* owner, std::function<void(const shared_event&)> fn) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  tap_owner_ = owner;
+  tap_ = std::move(fn);
+}
+
+size_t forwarder::publish(link* from, const shared_event& ev) {
+  if (ev->size() == 0)
+    return 0;
+  auto topic = ev->frame(0);
+  std::lock_guard<std::mutex> guard{mtx_};
+  add(counters_.frontend_messages_received, 1);
+  add(counters_.frontend_bytes_received, ev->bytes.size());
+  size_t n = 0;
+  for (auto& [sub, prefixes] : subscribers_) {
+    // A prefix of the topic sorts at or before it: stop at the first prefix after it.
+    bool match = false;
+    for (auto& prefix : prefixes) {
+      if (prefix.size() <= topic.size() && topic.compare(0, prefix.size(), prefix) == 0) {
+        match = true;
+        break;
+      }
+      if (prefix > topic)
+        break;
+    }
+    if (match) {
+      sub->deliver(ev);
+      ++n;
+    }
+  }
+  if (tap_ && from != tap_owner_)
+    tap_(ev);
+  add(counters_.backend_messages_sent, n);
+  add(counters_.backend_bytes_sent, n * ev->bytes.size());
+  return n;
+}
+
+size_t forwarder::prefixes() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return held_.size();
+}
+
+size_t forwarder::publishers() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return publishers_.size();
+}
+
+size_t forwarder::subscribers() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return subscribers_.size();
+}
+
+} // namespace broker::internal::zeromq

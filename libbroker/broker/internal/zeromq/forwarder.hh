@@ -1,0 +1,124 @@
+#pragma once
+
+// forwarder: Zeek's central XPUB/XSUB forwarder semantics (doc/protocol/zeromq.md §10)
+// between the ZeroMQ connections of the node.
+//
+// Two sides:
+//   - publishers: the nodes' XPUBs, connected to our XSUB port. They send events (4 frames:
+//     topic, sender node id, format, payload) and receive every subscription.
+//   - subscribers: the nodes' XSUBs, connected to our XPUB port. They send subscriptions
+//     (0x01/0x00 messages or SUBSCRIBE/CANCEL) and receive the events that match them.
+//
+// Rules (libzmq 4.3's proxy: an XPUB with XPUB_VERBOSER, an XSUB without
+// XSUB_VERBOSE_UNSUBSCRIBE): every subscribe, duplicates included, goes to every publisher;
+// the XSUB side counts each prefix and passes an unsubscribe only when the count drops to
+// zero (a node's XPUB keeps one entry per prefix and connection, so an earlier unsubscribe
+// would cut off the other holders); a new publisher gets every distinct prefix currently
+// held; a subscriber that goes away unsubscribes each prefix it held (once); a connection
+// holds a prefix once however often it subscribed it; an event goes once to every
+// subscriber with a matching prefix, the sender's own included (Zeek's nodes filter their
+// own node id). Events are shared (one immutable multipart per event, referenced by
+// every receiver's queue), never copied per receiver.
+//
+// Threads: every method may be called from any connection's strand; one mutex guards the
+// tables. Links are told things (deliver(), pass_subscription()) under the mutex and must
+// not call back into the forwarder from there: they queue and post to their own strand.
+// Free of sockets, Boost and CAF: unit tests drive it with fake links.
+
+#include "broker/internal/zmtp/session.hh"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace broker::internal::zeromq {
+
+/// One event, shared by every receiver.
+using shared_event = std::shared_ptr<const zmtp::multipart>;
+
+/// One connection as the forwarder sees it.
+class link {
+public:
+  virtual ~link();
+
+  /// Subscriber side: queue `ev` for writing (the policy of the link's queue applies).
+  virtual void deliver(const shared_event& ev) = 0;
+
+  /// Publisher side: queue a subscribe (true) or unsubscribe of `prefix` for writing.
+  virtual void pass_subscription(bool subscribe, const std::string& prefix) = 0;
+};
+
+/// Zeek's forwarder counters (zeek_cluster_zeromq_proxy_*): the frontend is the XSUB side
+/// (publishers), the backend the XPUB side (subscribers).
+struct forwarder_counters {
+  std::atomic<uint64_t> frontend_messages_received{0};
+  std::atomic<uint64_t> frontend_bytes_received{0};
+  std::atomic<uint64_t> frontend_messages_sent{0}; ///< subscriptions passed to publishers
+  std::atomic<uint64_t> frontend_bytes_sent{0};
+  std::atomic<uint64_t> backend_messages_received{0}; ///< subscriptions from subscribers
+  std::atomic<uint64_t> backend_bytes_received{0};
+  std::atomic<uint64_t> backend_messages_sent{0}; ///< events delivered to subscribers
+  std::atomic<uint64_t> backend_bytes_sent{0};
+};
+
+class forwarder {
+public:
+  forwarder() = default;
+  forwarder(const forwarder&) = delete;
+  forwarder& operator=(const forwarder&) = delete;
+
+  /// A publisher completed its handshake: it gets every distinct prefix held now.
+  void add_publisher(link* x);
+
+  /// A publisher went away.
+  void remove_publisher(link* x);
+
+  /// A subscriber completed its handshake.
+  void add_subscriber(link* x);
+
+  /// A subscriber went away: each prefix it held is unsubscribed (passed to publishers).
+  void remove_subscriber(link* x);
+
+  /// Subscriber `x` subscribed (or unsubscribed) `prefix`; passed on to every publisher.
+  void subscription(link* x, bool subscribe, const std::string& prefix);
+
+  /// Publisher `from` sent `ev`: delivered to every subscriber with a matching prefix.
+  /// Returns the number of receivers.
+  size_t publish(link* from, const shared_event& ev);
+
+  /// Every event a publisher other than `owner` sends is also offered to `fn` (the bridge,
+  /// bridge.hh), under the forwarder's lock: `fn` must only queue. Null: none.
+  void set_tap(link* owner, std::function<void(const shared_event&)> fn);
+
+  /// Distinct prefixes held by any subscriber.
+  size_t prefixes() const;
+
+  /// Connected publishers and subscribers.
+  size_t publishers() const;
+  size_t subscribers() const;
+
+  const forwarder_counters& counters() const noexcept { return counters_; }
+
+private:
+  void xsub_send(link* from, bool subscribe, const std::string& prefix);
+  void pass_locked(link* from, bool subscribe, const std::string& prefix);
+
+  mutable std::mutex mtx_;
+  std::set<link*> publishers_;
+  /// Subscriber -> the prefixes it holds.
+  std::map<link*, std::set<std::string, std::less<>>> subscribers_;
+  /// The XSUB side's counted prefixes: subscribes minus unsubscribes passed to it.
+  std::map<std::string, size_t, std::less<>> held_;
+  forwarder_counters counters_;
+  link* tap_owner_ = nullptr;
+  std::function<void(const shared_event&)> tap_;
+};
+
+} // namespace broker::internal::zeromq

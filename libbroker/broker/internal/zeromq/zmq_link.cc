@@ -1,0 +1,226 @@
+#include "broker/internal/zeromq/zmq_link.hh"
+
+#include <boost/asio/error.hpp>
+
+#include <chrono>
+
+namespace broker::internal::zeromq {
+
+namespace {
+
+/// Events taken from the queue per write.
+constexpr size_t max_batch = 256;
+
+/// A ZMTP multipart message has at most this many frames here (zmtp::limits default).
+constexpr size_t max_frames = 64;
+
+/// Missed heartbeat intervals after which a silent connection is closed.
+constexpr unsigned max_silent_ticks = 3;
+
+std::string_view side_name(side x) {
+  return x == side::xsub ? "xsub" : "xpub";
+}
+
+} // namespace
+
+zmq_link::zmq_link(std::unique_ptr<stream> conn, gate* g, std::shared_ptr<forwarder> fwd,
+                   link_options opts)
+  : channel(std::move(conn), g),
+    fwd_(std::move(fwd)),
+    opts_(std::move(opts)),
+    session_(opts_.session),
+    queue_(opts_.buffer_size, opts_.policy),
+    timer_(conn_->get_executor()) {
+  name_ = std::string{side_name(opts_.role)} + " connection from " + conn_->remote_name();
+}
+
+zmq_link::~zmq_link() = default;
+
+void zmq_link::start() {
+  ctrl_sink sink{&ctrl_};
+  session_.flush(sink); // The greeting.
+  arm_timer();
+  write_more();
+  read_more();
+}
+
+void zmq_link::close_async(std::string reason) {
+  post([self = self(), reason = std::move(reason)] { self->close(reason, false); });
+}
+
+// -- the forwarder's calls (any thread) -----------------------------------------------------
+
+void zmq_link::deliver(const shared_event& ev) {
+  bool was_empty = false;
+  auto res = queue_.push(1, [&](size_t) { return ev; }, was_empty);
+  if (res.dropped > 0)
+    stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
+  if (res.disconnected) {
+    if (!overflow_close_.exchange(true))
+      close_async("its queue exceeded broker.zeromq.buffer-size="
+                  + std::to_string(opts_.buffer_size) + " (policy disconnect)");
+    return;
+  }
+  if (was_empty)
+    schedule_write();
+}
+
+void zmq_link::pass_subscription(bool subscribe, const std::string& prefix) {
+  post([self = self(), subscribe, prefix] {
+    if (self->closed_)
+      return;
+    if (subscribe)
+      self->session_.subscribe(prefix);
+    else
+      self->session_.unsubscribe(prefix);
+    self->write_more();
+  });
+}
+
+// -- reading -----------------------------------------------------------------------------------
+
+size_t zmq_link::decode(char* data, size_t size) {
+  heard_since_tick_ = true;
+  stats_.bytes_in.fetch_add(size, std::memory_order_relaxed);
+  session_.feed(std::string_view{data, size}, events_);
+  ctrl_sink sink{&ctrl_};
+  session_.flush(sink);
+  for (auto& ev : events_) {
+    if (closed_)
+      break;
+    on_event(ev);
+  }
+  events_.clear();
+  return size; // The session keeps a partial frame itself.
+}
+
+void zmq_link::on_event(zmtp::event& ev) {
+  using kind = zmtp::event::kind;
+  switch (ev.what) {
+    case kind::ready:
+      timer_.cancel();
+      joined_ = true;
+      if (opts_.role == side::xsub)
+        fwd_->add_publisher(this);
+      else
+        fwd_->add_subscriber(this);
+      arm_timer();
+      break;
+    case kind::subscribe:
+    case kind::unsubscribe:
+      if (opts_.role == side::xpub)
+        fwd_->subscription(this, ev.what == kind::subscribe, ev.data);
+      break;
+    case kind::message:
+      stats_.messages_in.fetch_add(1, std::memory_order_relaxed);
+      if (opts_.role == side::xsub)
+        fwd_->publish(this, std::make_shared<const zmtp::multipart>(std::move(ev.msg)));
+      break;
+    case kind::pong:
+      break;
+    case kind::failed:
+      write_more(); // An ERROR command the session queued goes out if it can.
+      close(ev.err.reason, true);
+      break;
+  }
+}
+
+void zmq_link::on_read_error(const boost::system::error_code& ec) {
+  if (ec == boost::asio::error::eof) {
+    if (session_.ready())
+      close("the peer closed the connection", false);
+    else
+      close(session_.peer_closed().reason, true);
+    return;
+  }
+  close("read failed: " + ec.message(), true);
+}
+
+// -- writing -----------------------------------------------------------------------------------
+
+bool zmq_link::fill(gather_buffer& out) {
+  if (!ctrl_.empty()) {
+    out.copy(ctrl_);
+    ctrl_.clear();
+  }
+  if (session_.ready() && queue_.size() > 0) {
+    queue_.pop(batch_, max_batch);
+    std::string_view frames[max_frames];
+    for (auto& ev : batch_) {
+      auto n = std::min(ev->size(), max_frames);
+      for (size_t i = 0; i < n; ++i)
+        frames[i] = ev->frame(i);
+      session_.write_message(frames, n, out);
+    }
+    stats_.messages_out.fetch_add(batch_.size(), std::memory_order_relaxed);
+  }
+  session_.flush(out);
+  return !out.empty();
+}
+
+void zmq_link::on_write_error(const boost::system::error_code& ec) {
+  close("write failed: " + ec.message(), true);
+}
+
+void zmq_link::shrink_batch() {
+  if (batch_.capacity() > 64)
+    std::vector<shared_event>{}.swap(batch_);
+}
+
+// -- timers and the end ------------------------------------------------------------------------
+
+void zmq_link::arm_timer() {
+  size_t ms = session_.ready() ? opts_.heartbeat_ms : opts_.handshake_ms;
+  if (ms == 0 || closed_)
+    return;
+  timer_.expires_after(std::chrono::milliseconds{ms});
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
+    if (!ec)
+      self->on_tick();
+  });
+}
+
+void zmq_link::on_tick() {
+  if (closed_)
+    return;
+  if (!session_.ready()) {
+    close(session_.timed_out(opts_.handshake_ms).reason + " (handshake not done in "
+            + std::to_string(opts_.handshake_ms) + " ms)",
+          true);
+    return;
+  }
+  if (heard_since_tick_) {
+    heard_since_tick_ = false;
+    silent_ticks_ = 0;
+  } else if (++silent_ticks_ >= max_silent_ticks) {
+    close(session_.timed_out(silent_ticks_ * opts_.heartbeat_ms).reason, true);
+    return;
+  }
+  // TTL: how long the peer may wait for our next heartbeat, in deciseconds.
+  auto ttl = std::min<size_t>(max_silent_ticks * opts_.heartbeat_ms / 100, 0xffff);
+  if (session_.ping(static_cast<uint16_t>(ttl)))
+    write_more();
+  arm_timer();
+}
+
+void zmq_link::close(const std::string& reason, bool error) {
+  if (closed_)
+    return;
+  if (opts_.log)
+    opts_.log(error, name_ + " closed: " + reason);
+  if (joined_) {
+    joined_ = false;
+    if (opts_.role == side::xsub)
+      fwd_->remove_publisher(this);
+    else
+      fwd_->remove_subscriber(this);
+  }
+  mark_closed();
+  timer_.cancel();
+  conn_->close();
+  queue_.clear();
+  if (auto f = std::move(on_close_))
+    f(error);
+}
+
+} // namespace broker::internal::zeromq

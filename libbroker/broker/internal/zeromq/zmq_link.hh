@@ -1,0 +1,133 @@
+#pragma once
+
+// zmq_link: one ZeroMQ connection of the node: a ZMTP session (zmtp/session.hh, sans-I/O)
+// driven on the connection skeleton (net/channel.hh), attached to the forwarder
+// (forwarder.hh) as a publisher (a node's XPUB on our XSUB port) or a subscriber (a node's
+// XSUB on our XPUB port).
+//
+// Owner and threads: the server (server.hh) holds every link until it closes; the link
+// runs on its socket's strand. The forwarder reaches it from other strands through
+// deliver() and pass_subscription(), which only queue and post.
+//
+// Output: a bounded queue of shared events (core/mpsc_ring.hh) with the configured policy
+// (default drop_oldest); every drop is counted, `disconnect` closes the link. Each write
+// gathers the session's control output (greeting, handshake, PONG, subscriptions) and the
+// queued events: under NULL the frame headers are copied and the event's bytes referenced.
+//
+// Errors: a failed session (bad greeting, mechanism, CURVE, oversized frames, flood...),
+// a read or write error, a handshake deadline or a missed heartbeat: one log line naming
+// the peer and the reason, the link leaves the forwarder and closes, counted.
+
+#include "broker/internal/core/mpsc_ring.hh"
+#include "broker/internal/net/channel.hh"
+#include "broker/internal/zeromq/forwarder.hh"
+#include "broker/internal/zmtp/session.hh"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace broker::internal::zeromq {
+
+/// Which forwarder socket the connection came in on.
+enum class side : uint8_t { xsub, xpub };
+
+/// What a link needs besides its socket.
+struct link_options {
+  side role = side::xsub;
+  zmtp::session_config session;
+  size_t buffer_size = 1000;
+  overflow_policy policy = overflow_policy::drop_oldest;
+  size_t heartbeat_ms = 0;
+  size_t handshake_ms = 30000; ///< libzmq's ZMQ_HANDSHAKE_IVL
+  /// Writes one log line (level warning for errors, info otherwise).
+  std::function<void(bool error, const std::string&)> log;
+};
+
+/// Counters of one link (any thread reads them).
+struct link_counters {
+  std::atomic<uint64_t> messages_in{0};
+  std::atomic<uint64_t> messages_out{0};
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> bytes_in{0};
+};
+
+class zmq_link : public channel, public link {
+public:
+  /// `fwd` stays alive as long as the link (the owner's gate `g` lives with it).
+  zmq_link(std::unique_ptr<stream> conn, gate* g, std::shared_ptr<forwarder> fwd,
+           link_options opts);
+  ~zmq_link() override;
+
+  /// Sends the greeting and starts reading. On the strand (or before anything runs).
+  void start();
+
+  /// Called once on the strand when the link closed, with whether it failed (the server
+  /// forgets it). Set before start().
+  void set_on_close(std::function<void(bool failed)> f) { on_close_ = std::move(f); }
+
+  /// Closes the link (any thread).
+  void close_async(std::string reason);
+
+  /// "xsub|xpub connection from <address:port>"
+  const std::string& name() const noexcept { return name_; }
+
+  side role() const noexcept { return opts_.role; }
+
+  const link_counters& stats() const noexcept { return stats_; }
+
+  size_t queue_size() const noexcept { return queue_.size(); }
+
+  // -- link -----------------------------------------------------------------------------------
+  void deliver(const shared_event& ev) override;
+  void pass_subscription(bool subscribe, const std::string& prefix) override;
+
+private:
+  std::shared_ptr<zmq_link> self() {
+    return std::static_pointer_cast<zmq_link>(shared_from_this());
+  }
+
+  // -- channel hooks
+  size_t decode(char* data, size_t size) override;
+  void on_read_error(const boost::system::error_code& ec) override;
+  bool fill(gather_buffer& out) override;
+  void on_write_error(const boost::system::error_code& ec) override;
+  void detach() override {}
+  size_t queued() const noexcept override { return queue_.size(); }
+  void release_batch() noexcept override { batch_.clear(); }
+  void shrink_batch() override;
+  size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
+
+  void on_event(zmtp::event& ev);
+  void close(const std::string& reason, bool error);
+  void arm_timer();
+  void on_tick();
+
+  /// Appends to ctrl_ (a sink for zmtp::session::flush()).
+  struct ctrl_sink {
+    std::string* out;
+    void copy(std::string_view bytes) { out->append(bytes); }
+    void ref(std::string_view bytes) { out->append(bytes); }
+  };
+
+  std::shared_ptr<forwarder> fwd_;
+  std::function<void(bool failed)> on_close_;
+  link_options opts_;
+  zmtp::session session_;
+  std::string name_;
+  mpsc_ring<shared_event> queue_;
+  std::vector<shared_event> batch_;
+  std::vector<zmtp::event> events_;
+  boost::asio::steady_timer timer_;
+  link_counters stats_;
+  bool joined_ = false;       ///< Added to the forwarder (after the handshake).
+  bool heard_since_tick_ = false;
+  unsigned silent_ticks_ = 0;
+  std::atomic<bool> overflow_close_{false};
+};
+
+} // namespace broker::internal::zeromq
