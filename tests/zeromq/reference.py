@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""zmq.reference: Zeek's ZeroMQ forwarder semantics, shown on real libzmq.
+"""zmq.reference: Zeek's ZeroMQ forwarder semantics, on real libzmq nodes.
 
-Emulated Zeek nodes (lib/brokertest/zeek_zmq.py) around Zeek's own kind of forwarder
-(zmq_proxy_steerable, XPUB_VERBOSER, XPUB_NODROP): the behaviour doc/protocol/zeromq.md §10
-says a forwarder must reproduce, pinned down so that the same tests can later run against
-broker-node as the forwarder. Needs /usr/bin/python3 with python3-zmq (else skipped).
+Emulated Zeek nodes (lib/brokertest/zeek_zmq.py) around a forwarder: the behaviour
+doc/protocol/zeromq.md §10 says a forwarder must have, shown on Zeek's own kind of
+forwarder (zmq_proxy_steerable, XPUB_VERBOSER, XPUB_NODROP; ZMQ_FORWARDER=reference, the
+default: ctest zmq.reference) and required of broker-node (ZMQ_FORWARDER=node: ctest
+zmq.reference.node). Usage: reference.py <broker-node>. Needs /usr/bin/python3 with
+python3-zmq (else skipped).
 """
 
 import os
@@ -22,11 +24,15 @@ zmq = zeek_zmq.zmq
 
 
 class Cluster:
-    """A reference forwarder and nodes, closed on exit."""
+    """A forwarder (zeek_zmq.make_forwarder) and nodes, closed on exit."""
 
-    def __init__(self):
+    def __init__(self, node_bin):
         self.ctx = zmq.Context()
-        self.fwd = zeek_zmq.ReferenceForwarder(self.ctx)
+        try:
+            self.fwd = zeek_zmq.make_forwarder(self.ctx, node_bin)
+        except BaseException:
+            self.ctx.term()
+            raise
         self.nodes = []
 
     def node(self, name):
@@ -44,17 +50,17 @@ class Cluster:
         self.ctx.term()
 
 
-def test_own_subscription_reaches_own_xpub():
+def test_own_subscription_reaches_own_xpub(node_bin):
     """a node's own subscription comes back on its own XPUB (Zeek's ready-to-publish wait)"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1 = c.node("w1")
         seen = w1.wait_ready()
         check(seen[-1][0], "subscribe notification: %r" % (seen,))
 
 
-def test_nodeid_discovery():
+def test_nodeid_discovery(node_bin):
     """every node's XPUB sees every node's nodeid subscription, its own included"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1, w2 = c.node("w1"), c.node("w2")
         w1.wait_ready()
         w2.wait_ready()
@@ -71,9 +77,9 @@ def test_nodeid_discovery():
                      "nodeid subscriptions at %s" % n.node_id)
 
 
-def test_duplicates_are_passed_on():
+def test_duplicates_are_passed_on(node_bin):
     """with XPUB_VERBOSER a repeated subscription reaches the publishers again"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1, w2 = c.node("w1"), c.node("w2")
         w1.wait_ready()
         w2.wait_ready()
@@ -83,9 +89,9 @@ def test_duplicates_are_passed_on():
         w1.subscriptions_until((True, b"dup/"))
 
 
-def test_event_reaches_matching_subscriber_byte_exact():
+def test_event_reaches_matching_subscriber_byte_exact(node_bin):
     """a 4-frame event reaches the node whose prefix matches, frames unchanged"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1, w2 = c.node("w1"), c.node("w2")
         w1.wait_ready()
         w2.wait_ready()
@@ -98,9 +104,9 @@ def test_event_reaches_matching_subscriber_byte_exact():
         check_eq(w1.next_event(200), None, "event at w1, which did not subscribe")
 
 
-def test_new_node_receives_current_subscriptions():
+def test_new_node_receives_current_subscriptions(node_bin):
     """a node that connects later learns every subscription already held"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1 = c.node("w1")
         w1.wait_ready()
         w1.subscribe(b"early/")
@@ -110,9 +116,9 @@ def test_new_node_receives_current_subscriptions():
         check((True, b"early/") in seen, "w3 saw %r" % (seen,))
 
 
-def test_disconnect_unsubscribes():
+def test_disconnect_unsubscribes(node_bin):
     """when a node goes away, its subscriptions are cancelled at the other nodes"""
-    with Cluster() as c:
+    with Cluster(node_bin) as c:
         w1, w2 = c.node("w1"), c.node("w2")
         w1.wait_ready()
         w2.wait_ready()
@@ -126,4 +132,4 @@ def test_disconnect_unsubscribes():
 run_tests([test_own_subscription_reaches_own_xpub, test_nodeid_discovery,
            test_duplicates_are_passed_on, test_event_reaches_matching_subscriber_byte_exact,
            test_new_node_receives_current_subscriptions, test_disconnect_unsubscribes],
-          limit=60, binaries=())
+          limit=60)
