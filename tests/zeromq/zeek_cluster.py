@@ -11,7 +11,8 @@ main.zeek, options.zeek; scripts/base/frameworks/cluster/main.zeek):
   nodeid subscription and received that node's ZeroMQ::hello it publishes
   `Cluster::hello(name, id)` to the node's nodeid topic; a Cluster::hello from a node without
   a known id raises node_up (recorded in `ups`); an unsubscription of a nodeid topic raises
-  node_down (`downs`); a second ZeroMQ::hello with the same id is ignored (counted);
+  node_down (`downs`); a second ZeroMQ::hello with the same id is ignored (counted in
+  `duplicate_hellos`: Zeek warns "sends ZeroMQ::hello twice");
 - events are 4 frames with format `broker-bin-v1`, the payload Broker's binary encoding of
   the event (doc/protocol/binary.md): vector(count 1, count 1, vector(name, vector(args)));
   messages with its own node id are dropped (counted in `own_echoes`).
@@ -84,7 +85,7 @@ class ClusterNode:
         self.notifications = []  # every (subscribe, prefix) its XPUB reported
         self.events = []  # [topic, sender id, format, payload] from others, hellos excluded
         self.own_echoes = self.bad_messages = self.duplicate_hellos = 0
-        self.hellos_received = 0
+        self.hellos = []  # (name, id) of every ZeroMQ::hello received
         self.topics = [nodeid_topic(self.id), node_topic(self.name)] + list(topics)
 
     def start(self):
@@ -144,7 +145,7 @@ class ClusterNode:
             self.events.append(frames)
 
     def on_zeromq_hello(self, name, nid):
-        self.hellos_received += 1
+        self.hellos.append((name, nid))
         if name in self.ids:
             if self.ids[name] == nid:
                 self.duplicate_hellos += 1

@@ -29,6 +29,8 @@ from .net import LOCALHOST, free_port
 
 try:
     import zmq
+    import zmq.utils.z85
+    import zmq.utils.monitor
 except ImportError:  # The caller skips its script.
     zmq = None
 
@@ -306,9 +308,8 @@ class ZeekNode:
     def poll_monitor(self, timeout_ms=0):
         """Reads the monitor socket's pending events into monitor_events ({event, value,
         endpoint}); returns them all."""
-        from zmq.utils.monitor import recv_monitor_message
         while self.monitor is not None and self.monitor.poll(timeout_ms):
-            self.monitor_events.append(recv_monitor_message(self.monitor))
+            self.monitor_events.append(zmq.utils.monitor.recv_monitor_message(self.monitor))
             timeout_ms = 0
         return self.monitor_events
 
