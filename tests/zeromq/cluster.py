@@ -10,6 +10,7 @@ python3-zmq (else skipped).
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -110,5 +111,31 @@ def test_node_comes_back(node_bin):
         check_eq(new.events[0][3], payload, "payload at the new worker-2")
 
 
+def test_forwarder_counters(node_bin):
+    """Zeek's forwarder counters: every event a node sends counts once as received by the
+    frontend (its bytes: the four frames) and once as sent by the backend, however many
+    nodes receive it"""
+    with Cluster(node_bin) as c:
+        nodes = [c.node(n, topics=[b"zeek/count/"]) for n in NAMES]
+        c.pump(c.all_up(), what="node_up everywhere")
+        # Let the hellos settle: the counters must move by our events only.
+        settle = time.monotonic() + 0.5
+        c.pump(lambda: time.monotonic() > settle, what="a pause")
+        s0 = c.fwd.statistics()
+        size = 0
+        for i in range(10):
+            p = nodes[i % 4].publish(b"zeek/count/ev", "Test::count", i)
+            size += len(b"zeek/count/ev") + len(nodes[i % 4].id) + len(b"broker-bin-v1") + len(p)
+        c.pump(lambda: all(len(n.events) >= 7 for n in nodes), what="the events")
+        c.pump(lambda: c.fwd.statistics()["backend_messages_sent"]
+               >= s0["backend_messages_sent"] + 10, what="the counters")
+        s1 = c.fwd.statistics()
+        delta = {k: s1[k] - s0[k] for k in s0}
+        check_eq((delta["frontend_messages_received"], delta["frontend_bytes_received"],
+                  delta["backend_messages_sent"], delta["backend_bytes_sent"]),
+                 (10, size, 10, size), "frontend received / backend sent, messages and bytes")
+
+
 run_tests([test_four_nodes_discover_each_other, test_events_between_every_pair,
-           test_unsubscribe_on_exit, test_node_comes_back], limit=60)
+           test_unsubscribe_on_exit, test_node_comes_back, test_forwarder_counters],
+          limit=60)

@@ -36,6 +36,13 @@ except ImportError:  # The caller skips its script.
 
 WAIT_MS = 5000
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+# Zeek's forwarder counters (zmq_proxy_steerable's STATISTICS, in its order), without the
+# zeek_cluster_zeromq_proxy_ prefix. frontend: the XSUB that node XPUBs connect to; backend:
+# the XPUB that node XSUBs connect to. A multipart message counts once.
+PROXY_STATS = ["frontend_messages_received", "frontend_bytes_received",
+               "frontend_messages_sent", "frontend_bytes_sent",
+               "backend_messages_received", "backend_bytes_received",
+               "backend_messages_sent", "backend_bytes_sent"]
 
 
 def zmq_available():
@@ -146,6 +153,14 @@ class ReferenceForwarder:
             for s in (self._xsub, self._xpub, control):
                 s.close(0)
 
+    def statistics(self):
+        """Zeek's forwarder counters: {name in PROXY_STATS: value}."""
+        self._control.send(b"STATISTICS")
+        if not self._control.poll(WAIT_MS):
+            raise TestFailure("the reference forwarder did not answer STATISTICS")
+        parts = self._control.recv_multipart()
+        return {k: int.from_bytes(v, "little") for k, v in zip(PROXY_STATS, parts)}
+
     def close(self):
         self._control.send(b"TERMINATE")
         self._thread.join(timeout=5)
@@ -218,6 +233,20 @@ class NodeForwarder:
                 raise TestFailure("broker-node does not listen on its ZeroMQ ports %d and %d\n%s"
                                   % (self.xsub_port, self.xpub_port, self.node.describe()))
             time.sleep(0.05)
+
+    def statistics(self):
+        """Zeek's forwarder counters from /metrics (zeek_cluster_zeromq_proxy_*, with or
+        without _total): {name in PROXY_STATS: value}; a missing one fails."""
+        from .net import scrape_metrics
+        m = scrape_metrics(self.node.metrics_port)
+        out = {}
+        for k in PROXY_STATS:
+            full = "zeek_cluster_zeromq_proxy_" + k
+            v = m.get(full + "_total", m.get(full))
+            if v is None:
+                raise TestFailure("no %s in /metrics" % full)
+            out[k] = int(v)
+        return out
 
     def restart(self):
         """SIGKILL and start again on the same ports (every node connection drops)."""
