@@ -6,8 +6,8 @@
 // Sockets as Zeek sets them (doc/protocol/zeromq.md §1): the publisher's XPUB with
 // XPUB_VERBOSE, XPUB_NODROP, SNDHWM 1000, connected to the forwarder's XSUB port; each
 // subscriber an XSUB with RCVHWM 1000, connected to its XPUB port, subscribed to
-// "zeek/bench/" in message form. Ready when the publisher's XPUB has reported all N
-// subscriptions (so the forwarder has them all).
+// "zeek/bench/" in message form. Ready when the publisher's XPUB has reported each
+// subscriber's own ready topic, subscribed after the prefix (so the forwarder has them all).
 //
 // Threads: the main thread publishes and measures; one receiver thread polls the N XSUBs
 // and counts per subscriber; libzmq's I/O threads (--io-threads). Flow control: at most
@@ -49,6 +49,7 @@ using clock_type = std::chrono::steady_clock;
 
 const char topic[] = "zeek/bench/ev";
 const char prefix[] = "zeek/bench/";
+const char ready_prefix[] = "zeek/bench-ready/";
 const char node_id[] = "bench-publisher";
 const char format[] = "broker-bin-v1";
 constexpr size_t latency_buckets = 1000000; // 1 µs each, up to 1 s
@@ -62,7 +63,7 @@ struct options {
   std::string mode = "fanout";
   double seconds = 2;
   double latency_seconds = 1;
-  double latency_rate = 50000; // deliveries per second
+  double latency_rate = 20000; // deliveries per second
   double fill = 2;
   size_t window = 500;
   int io_threads = 1;
@@ -218,6 +219,11 @@ struct driver {
     std::string base = "tcp://" + opt.host + ":";
     if (zmq_connect(pub, (base + std::to_string(opt.xsub_port)).c_str()) != 0)
       die("connect the publisher");
+    // Each subscriber subscribes to the benchmark prefix, then to a ready topic of its own
+    // on the same connection: once the publisher's XPUB reports every ready topic, the
+    // forwarder has every subscription to the prefix. (Counting reports of the prefix
+    // itself is not enough: an XSUB replays each distinct prefix once to a connection that
+    // attaches late, so duplicates can be folded into one.)
     std::string sub_msg = std::string("\x01") + prefix;
     for (size_t i = 0; i < opt.subscribers; ++i) {
       void* s = zmq_socket(ctx, ZMQ_XSUB);
@@ -227,26 +233,35 @@ struct driver {
       zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
       if (zmq_connect(s, (base + std::to_string(opt.xpub_port)).c_str()) != 0)
         die("connect subscriber " + std::to_string(i));
+      std::string ready = std::string("\x01") + ready_prefix + std::to_string(i) + "/";
       zmq_send(s, sub_msg.data(), sub_msg.size(), 0);
+      zmq_send(s, ready.data(), ready.size(), 0);
       subs.push_back(s);
     }
-    // Ready when the publisher has seen every subscription (XPUB_VERBOSE reports each).
+    std::vector<bool> is_ready(opt.subscribers, false);
     size_t seen = 0;
     auto deadline = clock_type::now() + secs(opt.timeout);
     char buf[512];
+    const size_t rp = std::strlen(ready_prefix);
     while (seen < opt.subscribers) {
       zmq_pollitem_t item{pub, 0, ZMQ_POLLIN, 0};
       if (clock_type::now() > deadline) {
-        std::fprintf(stderr, "zmq-drive: the publisher saw %zu of %zu subscriptions\n", seen,
+        std::fprintf(stderr, "zmq-drive: the publisher saw %zu of %zu subscribers ready\n", seen,
                      opt.subscribers);
         std::exit(1);
       }
       if (zmq_poll(&item, 1, 100) <= 0)
         continue;
-      int len = zmq_recv(pub, buf, sizeof(buf), ZMQ_DONTWAIT);
-      if (len == static_cast<int>(sub_msg.size())
-          && std::memcmp(buf, sub_msg.data(), sub_msg.size()) == 0)
+      int len = zmq_recv(pub, buf, sizeof(buf) - 1, ZMQ_DONTWAIT);
+      if (len < static_cast<int>(rp + 2) || buf[0] != 1
+          || std::memcmp(buf + 1, ready_prefix, rp) != 0)
+        continue;
+      buf[len] = 0;
+      size_t i = std::strtoul(buf + 1 + rp, nullptr, 10);
+      if (i < opt.subscribers && !is_ready[i]) {
+        is_ready[i] = true;
         ++seen;
+      }
     }
     st.n = opt.subscribers;
     st.received.reset(new std::atomic<uint64_t>[st.n]);
