@@ -32,22 +32,10 @@ if zeek_zmq.forwarder_kind() != "node":
 
 from brokertest.peer import DATA, RawPeer, random_id  # noqa: E402
 from brokertest.rawws import RawClient  # noqa: E402
-from zeek_cluster import Cluster, node_topic, zeek_event  # noqa: E402
+from zeek_cluster import Cluster, json_event, node_topic, zeek_event  # noqa: E402
 
 TO_BROKER = b"/bridge/to-broker/"
 TO_ZEEK = b"/bridge/to-zeek/"
-
-
-def json_event(name, *args):
-    """The JSON v1 form of zeek_event(name, *args) (strings and counts)."""
-    def val(x):
-        if isinstance(x, int):
-            return {"@data-type": "count", "data": x}
-        return {"@data-type": "string", "data": x}
-    return {"@data-type": "vector",
-            "data": [val(1), val(1), {"@data-type": "vector",
-                                      "data": [val(name), {"@data-type": "vector",
-                                                           "data": [val(a) for a in args]}]}]}
 
 
 class Bridge:

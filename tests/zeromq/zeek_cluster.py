@@ -60,6 +60,18 @@ def zeek_event(name, *args):
                                          encode_vector([encode_arg(a) for a in args])])])
 
 
+def json_event(name, *args):
+    """The WebSocket JSON v1 form (doc/protocol/websocket.md) of zeek_event(name, *args)."""
+    def val(x):
+        if isinstance(x, int):
+            return {"@data-type": "count", "data": x}
+        return {"@data-type": "string", "data": x}
+    return {"@data-type": "vector",
+            "data": [val(1), val(1), {"@data-type": "vector",
+                                      "data": [val(name), {"@data-type": "vector",
+                                                           "data": [val(a) for a in args]}]}]}
+
+
 def decode_event(payload):
     """(name, [args]) of a broker-bin-v1 Zeek event, or None if it is none."""
     try:
@@ -203,12 +215,17 @@ def pump(nodes, until, timeout=10.0, what="the cluster"):
 class Cluster:
     """A forwarder (make_forwarder) and emulated Zeek nodes, all closed on exit."""
 
-    def __init__(self, node_bin, curve=None, **node_options):
+    def __init__(self, node_bin, curve=None, reference=False, **node_options):
+        """`reference`: Zeek's forwarder whatever ZMQ_FORWARDER says."""
         self.ctx = zmq.Context()
         self.curve = curve
         self.nodes = []
         try:
-            self.fwd = zeek_zmq.make_forwarder(self.ctx, node_bin, curve=curve, **node_options)
+            if reference:
+                self.fwd = zeek_zmq.ReferenceForwarder(self.ctx, curve=curve)
+            else:
+                self.fwd = zeek_zmq.make_forwarder(self.ctx, node_bin, curve=curve,
+                                                   **node_options)
         except BaseException:
             self.ctx.term()
             raise
