@@ -81,7 +81,8 @@ class Forwarder:
         self.xsub_port, self.xpub_port = free_port(), free_port()
         self.metrics_port = free_port()
         self.proc = run.start(bins["broker-node"],
-                              ["--no-listen", "--broker.disable-ssl", "--broker.log-level=warning",
+                              ["--listen-address=%s" % LOCALHOST, "--broker.disable-ssl",
+                               "--broker.log-level=warning",
                                "--broker.metrics.address=%s" % LOCALHOST,
                                "--broker.metrics.port=%d" % self.metrics_port,
                                "--broker.zeromq.address=%s" % LOCALHOST,
