@@ -230,8 +230,10 @@ class Cluster:
             self.ctx.term()
             raise
 
-    def node(self, name, topics=(), start=True, curve=None):
-        n = ClusterNode(self.ctx, self.fwd, name, curve or self.curve, topics)
+    def node(self, name, topics=(), start=True, curve=None, via=None):
+        """A started ClusterNode; `via`: an object with other xsub_port / xpub_port to
+        connect to (relays in front of the forwarder)."""
+        n = ClusterNode(self.ctx, via or self.fwd, name, curve or self.curve, topics)
         self.nodes.append(n)
         return n.start() if start else n
 
