@@ -18,11 +18,14 @@ Usage: bridge.py <broker-node>. Needs /usr/bin/python3 with python3-zmq (else sk
 import json
 import os
 import sys
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
 from brokertest.checks import check, check_eq, run_tests, skip_script  # noqa: E402
 from brokertest.net import LOCALHOST, scrape_metrics, wait_metric  # noqa: E402
+from brokertest.procs import run_once  # noqa: E402
 from brokertest import zeek_zmq  # noqa: E402
 
 if not zeek_zmq.zmq_available():
@@ -187,5 +190,28 @@ def test_metrics(node_bin):
         wait_metric(port, key, lambda v: v == 2 * len(b.c.nodes), what="worker-2 gone")
 
 
+def test_status_names_the_zeek_nodes(node_bin):
+    """/v1/status and broker-node --status show each Zeek node's id and, from its
+    ZeroMQ::hello, its name"""
+    with Bridge(node_bin) as b:
+        url = "http://%s:%d" % (LOCALHOST, b.c.fwd.node.metrics_port)
+        deadline = time.monotonic() + 10
+        while True:
+            with urllib.request.urlopen(url + "/v1/status", timeout=10) as res:
+                status = res.read().decode()
+            missing = [n.name.decode() + " " + n.id.decode() for n in b.c.nodes
+                       if n.id.decode() not in status or n.name.decode() not in status]
+            if not missing:
+                break
+            check(time.monotonic() < deadline, "/v1/status lacks %s:\n%s" % (missing, status))
+            time.sleep(0.2)
+        code, out, err = run_once(node_bin, ["--status", url])
+        check_eq(code, 0, "broker-node --status: exit code (stderr: %s)" % err)
+        for n in b.c.nodes:
+            check(n.id.decode() in out and n.name.decode() in out,
+                  "--status does not show %s (%s):\n%s" % (n.name.decode(), n.id.decode(), out))
+
+
 run_tests([test_zeek_to_broker_and_web_socket, test_broker_peer_to_zeek, test_web_socket_to_zeek,
-           test_undecodable_payloads_stay_in_the_cluster, test_metrics], limit=75)
+           test_undecodable_payloads_stay_in_the_cluster, test_metrics,
+           test_status_names_the_zeek_nodes], limit=75)
