@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """zmq.bridge.node: Zeek nodes of the ZeroMQ backend, a Broker peer and a WebSocket client
-exchange events through one broker-node, both ways, payloads byte-identical.
+exchange events through one broker-node, both ways, payloads byte-identical; also four
+Zeek nodes under CURVE.
 
 broker-node is the cluster's forwarder (broker.zeromq.* options, doc/zeek-cluster.md) and
 also serves native peering and WebSocket clients. The Broker peer is the raw peering of
@@ -42,16 +43,18 @@ TO_ZEEK = b"/bridge/to-zeek/"
 
 
 class Bridge:
-    """broker-node with peering and WebSocket, two Zeek nodes, a raw peer and a raw WebSocket
-    client subscribed to TO_BROKER; closed on exit."""
+    """broker-node with peering and WebSocket, Zeek nodes (manager and worker-1, and
+    `more` others subscribed to TO_ZEEK), a raw peer and a raw WebSocket client subscribed to
+    TO_BROKER; `curve`: the cluster under CURVE. Closed on exit."""
 
-    def __init__(self, node_bin):
-        self.c = Cluster(node_bin, web_socket=True, metrics=True)
+    def __init__(self, node_bin, curve=None, more=()):
+        self.c = Cluster(node_bin, curve=curve, web_socket=True, metrics=True)
         self.peer = self.ws = None
         try:
             node = self.c.fwd.node
             self.manager = self.c.node("manager", topics=[TO_BROKER])
             self.worker = self.c.node("worker-1", topics=[TO_BROKER, TO_ZEEK])
+            self.more = [self.c.node(n, topics=[TO_ZEEK]) for n in more]
             self.c.pump(self.c.all_up(), what="node_up")
             self.peer = RawPeer.dial(LOCALHOST, node.port, random_id(), [TO_BROKER.decode()])
             self.ws = RawClient(node.ws_port)
@@ -190,6 +193,36 @@ def test_metrics(node_bin):
         wait_metric(port, key, lambda v: v == 2 * len(b.c.nodes), what="worker-2 gone")
 
 
+def test_four_nodes_under_curve(node_bin):
+    """under CURVE, four Zeek nodes, the Broker peer and the WebSocket client: every Zeek
+    node's event reaches the peer and the client, the peer's and the client's reach every
+    subscribed Zeek node"""
+    with Bridge(node_bin, curve=zeek_zmq.curve_keys(), more=["proxy", "worker-2"]) as b:
+        zeek = [b.manager, b.worker] + b.more
+        sent = [n.publish(TO_BROKER + n.name, "Bridge::secret", n.name.decode()) for n in zeek]
+        got_peer = sorted(b.peer_data() for _ in zeek)
+        check_eq(got_peer, sorted((TO_BROKER + n.name, p) for n, p in zip(zeek, sent)),
+                 "the Zeek events at the Broker peer")
+        got_ws = sorted(b.ws_data()["topic"] for _ in zeek)
+        check_eq(got_ws, sorted((TO_BROKER + n.name).decode() for n in zeek),
+                 "the Zeek events at the WebSocket client")
+        from_peer = zeek_event("Bridge::from_peer", "secret")
+        b.peer.publish(TO_ZEEK + b"p", from_peer)
+        msg = {"type": "data-message", "topic": (TO_ZEEK + b"ws").decode()}
+        msg.update(json_event("Bridge::from_ws", "secret"))
+        b.ws.send_text(json.dumps(msg))
+        receivers = [b.worker] + b.more
+
+        def arrived(n):
+            return sorted((e[0], e[3]) for e in n.events if e[0].startswith(TO_ZEEK))
+        want = sorted([(TO_ZEEK + b"p", from_peer),
+                       (TO_ZEEK + b"ws", zeek_event("Bridge::from_ws", "secret"))])
+        b.c.pump(lambda: all(len(arrived(n)) >= 2 for n in receivers),
+                 what="the peer's and the client's events at every subscribed Zeek node")
+        for n in receivers:
+            check_eq(arrived(n), want, "what %s got from the peer and the client" % n.name)
+
+
 def test_status_names_the_zeek_nodes(node_bin):
     """/v1/status and broker-node --status show each Zeek node's id and, from its
     ZeroMQ::hello, its name"""
@@ -214,4 +247,4 @@ def test_status_names_the_zeek_nodes(node_bin):
 
 run_tests([test_zeek_to_broker_and_web_socket, test_broker_peer_to_zeek, test_web_socket_to_zeek,
            test_undecodable_payloads_stay_in_the_cluster, test_metrics,
-           test_status_names_the_zeek_nodes], limit=75)
+           test_four_nodes_under_curve, test_status_names_the_zeek_nodes], limit=75)
