@@ -129,7 +129,78 @@ def test_disconnect_unsubscribes(node_bin):
         w1.subscriptions_until((False, b"zeek.cluster.nodeid.w2."))
 
 
+def test_one_copy_however_many_prefixes_match(node_bin):
+    """a node subscribed to several matching prefixes (and to one twice) gets an event once"""
+    with Cluster(node_bin) as c:
+        w1, w2 = c.node("w1"), c.node("w2")
+        w1.wait_ready()
+        w2.wait_ready()
+        for prefix in (b"a/", b"a/b/", b"a/b/"):
+            w2.subscribe(prefix)
+        w1.subscriptions_until((True, b"a/b/"))
+        w1.subscriptions_until((True, b"a/b/"))
+        check(w1.publish(b"a/b/c", b"once"), "publish blocked")
+        w2.subscribe(b"zzz/")
+        w1.subscriptions_until((True, b"zzz/"))
+        check(w1.publish(b"zzz/marker", b"after"), "publish blocked")
+        check_eq(w2.next_event(), [b"a/b/c", b"w1", b"broker-bin-v1", b"once"], "the event")
+        check_eq(w2.next_event()[0], b"zzz/marker", "the next message after the event")
+
+
+def shared_prefix_cluster(c):
+    """w1 (publisher), w2 and w3 subscribed to shared/, w3 also to w3own/ (a prefix only it
+    holds, whose cancellation marks when w3's part has been processed)."""
+    w1, w2, w3 = c.node("w1"), c.node("w2"), c.node("w3")
+    for n in (w1, w2, w3):
+        n.wait_ready()
+    w2.subscribe(b"shared/")
+    w3.subscribe(b"shared/")
+    w3.subscribe(b"w3own/")
+    seen = w1.subscriptions_until((True, b"w3own/"))
+    if seen.count((True, b"shared/")) < 2:
+        w1.subscriptions_until((True, b"shared/"))
+    return w1, w2, w3
+
+
+def check_shared_still_flows(w1, w2, seen):
+    # libzmq's forwarder counts holders at its XSUB and passes an unsubscription only when
+    # the last one goes. It must: a node's XPUB keeps one subscription per prefix for its
+    # one connection to the forwarder, so an unsubscription passed early would make every
+    # node stop sending shared/ events to the forwarder, and w2 would get none.
+    check((False, b"shared/") not in seen,
+          "the forwarder passed the unsubscription of shared/ while w2 holds it: %r" % seen)
+    check(w1.publish(b"shared/x", b"still"), "publish blocked")
+    check_eq(w2.next_event(), [b"shared/x", b"w1", b"broker-bin-v1", b"still"],
+             "the event at w2, which still holds shared/")
+
+
+def test_shared_prefix_survives_one_leaving(node_bin):
+    """two nodes share a prefix; when one leaves, the prefix is not cancelled and the other
+    still gets its events"""
+    with Cluster(node_bin) as c:
+        w1, w2, w3 = shared_prefix_cluster(c)
+        w3.close()
+        c.nodes.remove(w3)
+        seen = w1.subscriptions_until((False, b"w3own/"))
+        check_shared_still_flows(w1, w2, seen)
+
+
+def test_shared_prefix_survives_an_unsubscribe(node_bin):
+    """two nodes share a prefix; one unsubscribes: not cancelled, the other still gets its
+    events; when the last holder unsubscribes, the cancellation is passed on"""
+    with Cluster(node_bin) as c:
+        w1, w2, w3 = shared_prefix_cluster(c)
+        w3.unsubscribe(b"shared/")
+        w3.unsubscribe(b"w3own/")
+        seen = w1.subscriptions_until((False, b"w3own/"))
+        check_shared_still_flows(w1, w2, seen)
+        w2.unsubscribe(b"shared/")
+        w1.subscriptions_until((False, b"shared/"))
+
+
 run_tests([test_own_subscription_reaches_own_xpub, test_nodeid_discovery,
            test_duplicates_are_passed_on, test_event_reaches_matching_subscriber_byte_exact,
-           test_new_node_receives_current_subscriptions, test_disconnect_unsubscribes],
+           test_new_node_receives_current_subscriptions, test_disconnect_unsubscribes,
+           test_one_copy_however_many_prefixes_match, test_shared_prefix_survives_one_leaving,
+           test_shared_prefix_survives_an_unsubscribe],
           limit=60)
