@@ -188,12 +188,21 @@ endpoint::endpoint(configuration cfg) {
         startup_error_ = srv.error_value();
       } else {
         auto& lg = ctx_->io()->get_logger();
+        auto where = [&](uint16_t port) {
+          return port == 0 ? std::string{"off"} : internal::address_text(zs.address, port);
+        };
+        auto sockets = "XSUB " + where((*srv)->xsub_port()) + ", XPUB " + where((*srv)->xpub_port());
         lg.write(internal::log_level::info, "zeromq",
-                 "forwarder listening: XSUB on "
-                   + internal::address_text(zs.address, (*srv)->xsub_port()) + ", XPUB on "
-                   + internal::address_text(zs.address, (*srv)->xpub_port()) + ", node id "
-                   + zs.node_id
+                 "forwarder listening: " + sockets + ", node id " + zs.node_id
                    + (zs.server_secret_key.empty() ? ", NULL (no authentication)" : ", CURVE"));
+        // Like the other listeners' exposure lines (security/exposure.hh): a forwarder
+        // that other hosts reach without CURVE lets anyone publish and subscribe.
+        if (zs.server_secret_key.empty()
+            && internal::security::reach_of(zs.address) != internal::security::reach::loopback)
+          lg.write(internal::log_level::warning, "security",
+                   "zeromq (" + sockets + ") is reachable from other hosts with ZMTP NULL: anyone who connects "
+                       "may publish and subscribe; set "
+                       "broker.zeromq.curve-server-secret-key to require CURVE");
         ctx_->set_zeromq(*srv);
         // The bridge subscribes to what the node's other handlers want (and follows it).
         std::weak_ptr<internal::zeromq::server> weak_zs = *srv;
