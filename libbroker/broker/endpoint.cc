@@ -146,7 +146,7 @@ endpoint::endpoint(configuration cfg) {
   auto ctx = ctx_;
   auto io = std::make_shared<internal::io_runtime>(conf, std::move(lg));
   auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
-                                                      [ctx] { return ctx->next_id(); });
+                                                      [ctx] { return ctx->next_id(); }, sec);
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
   rt->run([weak_net](core_state& st) {
@@ -208,6 +208,8 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_subscriptions = conf.web_socket_max_subscriptions();
   opts.max_control_bytes = conf.max_pending_control_bytes();
   opts.ping_interval_ms = internal::read_operations_settings(conf).ping_interval_ms;
+  if (web_socket)
+    opts.access = ctx.security();
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)

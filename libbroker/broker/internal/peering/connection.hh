@@ -31,6 +31,12 @@
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
 //     disconnect); its input waiting for room is at most what one read decoded.
+//   - Access control (doc/security.md), with the endpoint's rules: after TLS the peer's
+//     verified certificate (or nothing: anonymous) is admitted or refused with a
+//     drop_conn naming the reason; its filter (handshake and routing updates) is checked
+//     before the core gets it; the router asks access_ once per run of what it publishes;
+//     deliveries are checked under filtered prefixes; refusals become error events. After
+//     a reload: new subscriptions for the core, or an unpeer if the identity was revoked.
 //   - The end (loss, unpeer, overflow) reaches the core after the last message was routed
 //     (a parked connection finishes routing first). A failed write ends the connection at
 //     once; closing never waits on a peer that does not read for longer than the BYE
@@ -44,6 +50,7 @@
 #include "broker/internal/peering/handshake.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/peering/wire.hh"
+#include "broker/internal/security/connection_access.hh"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -153,6 +160,12 @@ private:
   bool input_blocked() const noexcept;
   void post_to_core(std::function<void(core_state&)> task);
 
+  // -- access control
+  bool admit();
+  filter_type checked_filter(const filter_type& requested);
+  void check_access();
+  void tell_access(const std::vector<std::string>& notices);
+
   // -- writing
   bool should_hold();
   size_t hold_limit() const noexcept;
@@ -205,6 +218,7 @@ private:
   bool detach_limit_ = false;
   uint64_t malformed_ = 0;
   control_counters counters_;
+  std::unique_ptr<security::connection_access> access_; // Null without access control.
 
   bool reading_ = false;
   bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.

@@ -35,6 +35,10 @@ policy_view::policy_view(const policy_store& store) : store_(&store) {
   seen_ = store.generation_.load(std::memory_order_relaxed);
 }
 
+bool policy_view::pending() const noexcept {
+  return store_->generation_.load(std::memory_order_acquire) != seen_;
+}
+
 bool policy_view::refresh() {
   if (store_->generation_.load(std::memory_order_acquire) == seen_)
     return false;
@@ -78,13 +82,13 @@ const std::string& guard::identity() const noexcept {
   return view_.rules().name_of(id_);
 }
 
-verdict guard::check_publish(std::string_view topic) {
+verdict guard::check_publish(std::string_view topic, uint64_t n) {
   refresh();
   const auto& rs = view_.rules();
   auto result = rs.check_publish(id_, topic);
   if (!result.allowed) {
-    result.by->counters->refused_publishes.fetch_add(1, std::memory_order_relaxed);
-    rs.identity_counters(id_).refused_publishes.fetch_add(1, std::memory_order_relaxed);
+    result.by->counters->refused_publishes.fetch_add(n, std::memory_order_relaxed);
+    rs.identity_counters(id_).refused_publishes.fetch_add(n, std::memory_order_relaxed);
   }
   return result;
 }

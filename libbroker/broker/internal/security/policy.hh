@@ -78,6 +78,9 @@ public:
 
   uint64_t generation() const noexcept { return seen_; }
 
+  /// True if the store published a rule set after the cached one (one atomic load).
+  bool pending() const noexcept;
+
 private:
   const policy_store* store_;
   std::shared_ptr<const rule_set> cached_;
@@ -100,9 +103,9 @@ public:
   /// connection should be closed (everything it asks is refused meanwhile).
   bool revoked() const noexcept { return revoked_; }
 
-  /// May this connection publish on `topic`? Counts a refusal. No allocation unless the
-  /// rule set was just reloaded.
-  verdict check_publish(std::string_view topic);
+  /// May this connection publish `n` messages on `topic`? Counts a refusal as `n` refused
+  /// publications. No allocation unless the rule set was just reloaded.
+  verdict check_publish(std::string_view topic, uint64_t n = 1);
 
   /// What this connection may subscribe to of each prefix; counts refused and narrowed
   /// prefixes.
@@ -123,6 +126,18 @@ public:
 
   /// The rule set the last check used.
   const rule_set& rules() const noexcept { return view_.rules(); }
+
+  /// The store's generation of rules() (changes with every reload picked up).
+  uint64_t generation() const noexcept { return view_.generation(); }
+
+  /// How the connection authenticated.
+  mechanism how() const noexcept { return cred_.kind; }
+
+  /// What the connection presented (a token only as its digest).
+  const credential& presented() const noexcept { return cred_; }
+
+  /// True if the store has rules this guard has not picked up yet (one atomic load).
+  bool reload_pending() const noexcept { return view_.pending(); }
 
 private:
   /// Picks up a reload: authenticates the credential again, sets reloaded_. True if there
