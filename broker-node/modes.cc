@@ -166,7 +166,7 @@ int run_relay(node_session& session, broker::hub& hub) {
       return exit_clean;
     for (auto& msg : hub.poll()) {
       session.received(msg);
-      if (is_stop(msg.value()) && stops.on_stop(msg))
+      if (is_stop(msg) && stops.on_stop(msg))
         return exit_clean;
     }
   }
@@ -182,7 +182,7 @@ int run_pong(node_session& session, broker::hub& hub) {
       session.received(msg);
       if (auto ping = read_ping(msg.value()))
         hub.publish(msg.topic(), make_pong(ping->id));
-      else if (is_stop(msg.value()) && stops.on_stop(msg))
+      else if (is_stop(msg) && stops.on_stop(msg))
         return exit_clean;
     }
   }

@@ -11,6 +11,18 @@ bool is_stop(const broker::data& value) {
   return str != nullptr && *str == stop_value;
 }
 
+bool is_stop(const broker::data_message& msg) {
+  // A received message is tested on its bytes first: a relay never decodes what it passes
+  // on. Only a short string (tag 0x05, doc/protocol/binary.md) can be "stop"; decoding it
+  // also accepts the non-minimal length forms a sender may use.
+  constexpr size_t longest_stop_encoding = 1 + 5 + stop_value.size();
+  if (auto* bytes = msg.impl().binary_if_known();
+      bytes != nullptr && (bytes->empty() || (*bytes)[0] != '\x05'
+                           || bytes->size() > longest_stop_encoding))
+    return false;
+  return is_stop(msg.value());
+}
+
 std::string sender_text(const broker::route_info& route) {
   if (!route.origin.is_nil())
     return "node " + to_string(route.origin) + " (relayed " + std::to_string(route.hops)

@@ -35,6 +35,9 @@ inline constexpr std::chrono::seconds ignored_log_interval{60};
 /// True if `value` is the string "stop".
 bool is_stop(const broker::data& value);
 
+/// The same test on a message, without decoding a received one.
+bool is_stop(const broker::data_message& msg);
+
 /// What the node knows of a message's sender: the publishing node's id and its distance
 /// when a peer of ours relayed it, "a peer that does not name the publisher" for a Zeek
 /// Broker peer, or "this node" for a local publisher or one of the node's WebSocket clients.

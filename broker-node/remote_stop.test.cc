@@ -43,6 +43,21 @@ bool contains(const std::string& text, std::string_view part) {
 
 } // namespace
 
+TEST_CASE("is_stop on a received message reads its bytes", "[node][stop]") {
+  auto received = [](std::string bytes) {
+    return broker::data_message{
+      new broker::message_impl("/t", std::move(bytes), broker::route_info{},
+                               broker::message_kind::data)};
+  };
+  CHECK(is_stop(received(std::string{"\x05\x04stop", 6})));
+  CHECK_FALSE(is_stop(received(std::string{"\x05\x04stoq", 6})));
+  CHECK_FALSE(is_stop(received(std::string{"\x05\x05stops", 7})));
+  CHECK(is_stop(received(std::string{"\x05\x84\x00stop", 7}))); // A longer length form.
+  CHECK_FALSE(is_stop(received(std::string{"\x0e\x01\x05\x04stop", 8})));
+  CHECK(is_stop(broker::data_message{"/t", broker::data{std::string{"stop"}}}));
+  CHECK_FALSE(is_stop(broker::data_message{"/t", broker::data{broker::count{1}}}));
+}
+
 TEST_CASE("is_stop: only the string value stop", "[node][stop]") {
   CHECK(is_stop(broker::data{std::string{"stop"}}));
   CHECK_FALSE(is_stop(broker::data{std::string{"stop "}}));

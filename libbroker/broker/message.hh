@@ -79,6 +79,13 @@ public:
   /// value cannot be encoded (see bin::encode).
   const std::string& binary() const;
 
+  /// The binary encoding if it is known already (the message was received, or encoded
+  /// for a peer), without encoding anything; nullptr otherwise. Lets a reader test a
+  /// received message without decoding its value.
+  const std::string* binary_if_known() const noexcept {
+    return binary_state_.load(std::memory_order_acquire) == value_ready ? &binary_ : nullptr;
+  }
+
   /// The JSON data message (doc/protocol/websocket.md §5.1), computed on first use.
   std::string_view json() const;
 

@@ -22,6 +22,7 @@ constexpr size_t bytes_per_token_estimate = 8;
 
 constexpr uint64_t low_bit_mask = 0x0101010101010101ull;
 constexpr uint64_t high_bit_mask = 0x8080808080808080ull;
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "read_string() finds bytes in little-endian words");
 
 /// Non-zero if one of the eight bytes of `word` equals `byte` (SWAR).
 constexpr uint64_t has_byte(uint64_t word, uint8_t byte) noexcept {
@@ -224,13 +225,20 @@ private:
     uint8_t flags = 0;
     uint8_t high_bits = 0;
     for (;;) {
-      // Eight bytes at a time until a quote or backslash is near (most strings have none
-      // inside), then byte by byte.
+      // Eight bytes at a time: the lowest flagged byte of has_byte() is exactly the first
+      // quote or backslash (later flags may be false), so even a short string ends after
+      // one word. The last few bytes of the input go byte by byte.
       while (pos_ + 8 <= in_.size()) {
         uint64_t word;
         std::memcpy(&word, in_.data() + pos_, 8);
-        if (has_byte(word, '"') | has_byte(word, '\\'))
+        auto stop = has_byte(word, '"') | has_byte(word, '\\');
+        if (stop != 0) {
+          auto n = static_cast<size_t>(__builtin_ctzll(stop) / 8); // Little endian.
+          auto before = n == 0 ? 0 : word & (~uint64_t{0} >> (64 - 8 * n));
+          high_bits |= (before & high_bit_mask) != 0 ? 0x80 : 0;
+          pos_ += n;
           break;
+        }
         high_bits |= (word & high_bit_mask) != 0 ? 0x80 : 0;
         pos_ += 8;
       }

@@ -15,7 +15,7 @@ namespace broker::internal {
 /// A handler whose sink is the send queue of a WebSocket client.
 class client_handler : public handler {
 public:
-  client_handler(uint64_t id, std::shared_ptr<send_queue> queue)
+  client_handler(uint64_t id, std::shared_ptr<message_queue> queue)
     : handler(id, handler_kind::web_socket, queue->policy(), queue->capacity()),
       queue_(std::move(queue)) {}
 
@@ -33,8 +33,13 @@ protected:
     return queue_->push(xs, nullptr, n);
   }
 
+  push_result do_push_adopted(const data_message* xs, const route_info*,
+                              size_t n) override {
+    return queue_->push_adopted(xs, nullptr, n);
+  }
+
 private:
-  std::shared_ptr<send_queue> queue_;
+  std::shared_ptr<message_queue> queue_;
 };
 
 } // namespace broker::internal

@@ -291,9 +291,11 @@ void core_state::shutdown() {
   if (shut_down_)
     return;
   shut_down_ = true;
+  // Stop routing first: a publisher that closing its sink wakes must find nothing to route
+  // to, not deliver the rest of its batch into closed queues.
+  router_->shutdown();
   for (auto& [id, e] : handlers_)
     e.h->close();
-  router_->shutdown();
 }
 
 } // namespace broker::internal

@@ -64,7 +64,7 @@ struct client_attachment {
   filter_type filter;       ///< The client's subscriptions.
   std::string address;      ///< For status events.
   uint16_t port = 0;        ///< For status events.
-  std::shared_ptr<send_queue> queue;
+  std::shared_ptr<message_queue> queue;
   std::shared_ptr<source_stats> stats; ///< What the session routed.
 };
 

@@ -406,7 +406,7 @@ TEST_CASE("a client's subscriptions can be replaced", "[core]") {
   att.id = 7;
   att.client = endpoint_id::random();
   att.filter = {"/a"};
-  att.queue = std::make_shared<send_queue>(16, overflow_policy::drop_newest);
+  att.queue = std::make_shared<message_queue>(16, overflow_policy::drop_newest);
   f.core.add_client(att);
   f.core.commit();
   f.core.update_client_filter(7, {"/b"});

@@ -81,6 +81,25 @@ public:
     return result;
   }
 
+  /// Like push(), for messages whose references the caller already took, one per message
+  /// for this handler (message_impl::ref(n) once for a whole fan-out): the sink keeps the
+  /// references of what it takes and returns the others.
+  push_result push_adopted(const data_message* xs, const route_info* routes, size_t n) {
+    if (closed()) {
+      for (size_t i = 0; i < n; ++i)
+        xs[i].impl().deref();
+      return {};
+    }
+    auto result = do_push_adopted(xs, routes, n);
+    if (result.accepted > 0)
+      delivered_.fetch_add(result.accepted, std::memory_order_relaxed);
+    if (result.dropped > 0)
+      dropped_.fetch_add(result.dropped, std::memory_order_relaxed);
+    if (result.disconnected)
+      closed_.store(true, std::memory_order_release);
+    return result;
+  }
+
   /// For sources that must wait (policy `block`, or store commands to a peer): true if `n`
   /// more fit now; otherwise `waker` runs once when the sink has room again (or closes).
   virtual bool request_room(size_t n, room_waker waker) = 0;
@@ -106,6 +125,15 @@ protected:
   /// Moves `xs` into the sink (see push()).
   virtual push_result do_push(const data_message* xs, const route_info* routes,
                               size_t n) = 0;
+
+  /// See push_adopted(). The default copies and returns the adopted references.
+  virtual push_result do_push_adopted(const data_message* xs, const route_info* routes,
+                                      size_t n) {
+    auto result = do_push(xs, routes, n);
+    for (size_t i = 0; i < n; ++i)
+      xs[i].impl().deref();
+    return result;
+  }
 
   void remote(const endpoint_id& x) noexcept { remote_ = x; }
 

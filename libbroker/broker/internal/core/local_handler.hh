@@ -36,6 +36,11 @@ protected:
     return queue_->push(xs, n);
   }
 
+  push_result do_push_adopted(const data_message* xs, const route_info*,
+                              size_t n) override {
+    return queue_->push_adopted(xs, n);
+  }
+
 private:
   std::shared_ptr<local_queue> queue_;
 };

@@ -1,5 +1,6 @@
 #include "broker/internal/core/local_queue.hh"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <poll.h>
@@ -41,6 +42,31 @@ push_result local_queue::push(const data_message* xs, size_t n) {
   return result;
 }
 
+push_result local_queue::push_adopted(const data_message* xs, size_t n) {
+  size_t lo = n;
+  size_t hi = 0;
+  push_result result;
+  if (n > 0 && !closed()) {
+    bool was_empty = false;
+    result = items_.push(
+      n,
+      [xs, &lo, &hi](size_t i) {
+        lo = std::min(lo, i);
+        hi = i + 1;
+        return data_message::adopt(xs[i].impl());
+      },
+      was_empty);
+    if (result.disconnected)
+      closed_.store(true, std::memory_order_release);
+    if (was_empty && (result.accepted > 0 || result.disconnected))
+      signal_ready();
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (i < lo || i >= hi)
+      xs[i].impl().deref();
+  return result;
+}
+
 push_result local_queue::push(std::vector<data_message>& xs) {
   auto result = push(xs.data(), xs.size());
   xs.clear();
@@ -49,7 +75,7 @@ push_result local_queue::push(std::vector<data_message>& xs) {
 
 bool local_queue::request_room(size_t needed, room_waiter_fn waker) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (closed())
+  if (closed() || items_.size() + needed <= items_.capacity())
     return true;
   waiters_.add(std::move(waker));
   has_waiters_.store(true, std::memory_order_seq_cst);

@@ -64,6 +64,9 @@ public:
   /// by at most one run each).
   push_result push(const data_message* xs, size_t n);
 
+  /// Like push(), for messages whose references the caller already took (one each).
+  push_result push_adopted(const data_message* xs, size_t n);
+
   /// Convenience for tests: pushes `xs` and clears it.
   push_result push(std::vector<data_message>& xs);
 

@@ -27,9 +27,10 @@
 //   disconnect   as many as fit are appended; if some did not, the rest are dropped and
 //                the result says `disconnected`.
 //
-// Memory: the ring starts empty and grows (doubling, in the slow path) up to the capacity;
-// when the consumer finds it mostly empty it shrinks back, so an idle sink costs a few
-// dozen bytes and a busy one what its burst needs.
+// Memory: the ring starts empty and grows (doubling, in the slow path, in powers of two) to
+// what the bursts need, at most the capacity rounded up; when the consumer keeps finding it
+// mostly empty it shrinks back, so an idle sink costs a few dozen bytes and a busy one what
+// its burst needs.
 //
 // Order: reservations are ordered by the compare-and-swap, so one producer's batches, and the
 // batches of producers that hold a common lock (the router's origin and relay locks), keep
@@ -98,9 +99,9 @@ public:
       if (state_.compare_exchange_weak(s, s + n + writer_one, std::memory_order_acq_rel,
                                        std::memory_order_acquire)) {
         auto first = head_ + count;
-        auto size = ring_.size();
+        auto mask = ring_.size() - 1;
         for (size_t i = 0; i < n; ++i)
-          ring_[(first + i) % size] = make(i);
+          ring_[(first + i) & mask] = make(i);
         state_.fetch_sub(writer_one, std::memory_order_release);
         was_empty = count == 0;
         push_result result;
@@ -125,14 +126,13 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     auto have = enter_exclusive();
     auto n = std::min(max, have);
-    auto size = ring_.size();
+    auto mask = ring_.size() - 1;
+    out.reserve(out.size() + n);
+    // Moving leaves each slot empty: it holds no reference to a message any more.
     for (size_t i = 0; i < n; ++i)
-      out.push_back(std::move(ring_[(head_ + i) % size]));
-    // Release the moved-from slots now (they may hold the last reference to a message).
-    for (size_t i = 0; i < n; ++i)
-      ring_[(head_ + i) % size] = T{};
+      out.push_back(std::move(ring_[(head_ + i) & mask]));
     have -= n;
-    head_ = have == 0 ? 0 : (head_ + n) % size;
+    head_ = have == 0 ? 0 : (head_ + n) & mask;
     if (have == 0)
       maybe_shrink(n);
     locked(have);
@@ -202,10 +202,10 @@ private:
         result.dropped = first;
         if (have + take > capacity_) {
           auto evict = have + take - capacity_;
-          auto size = ring_.size();
+          auto mask = ring_.size() - 1;
           for (size_t i = 0; i < evict; ++i)
-            ring_[(head_ + i) % size] = T{};
-          head_ = (head_ + evict) % size;
+            ring_[(head_ + i) & mask] = T{};
+          head_ = (head_ + evict) & mask;
           have -= evict;
           result.dropped += evict;
         }
@@ -213,45 +213,55 @@ private:
       }
     }
     reserve(have, have + take);
-    auto size = ring_.size();
+    auto mask = ring_.size() - 1;
     for (size_t i = 0; i < take; ++i)
-      ring_[(head_ + have + i) % size] = make(first + i);
+      ring_[(head_ + have + i) & mask] = make(first + i);
     have += take;
     // drop_oldest: every offered item entered (evictions count as drops).
     result.accepted = policy_ == overflow_policy::drop_oldest ? n : take;
     return result;
   }
 
-  /// Pre: in an exclusive section with `have` items. Grows the ring to hold `need`.
+  /// Pre: in an exclusive section with `have` items. Grows the ring to hold `need`. Ring
+  /// sizes are powers of two (slots are found with a mask, not a division); the capacity
+  /// bounds the items, not the slots.
   void reserve(size_t have, size_t need) {
     if (need <= ring_.size())
       return;
     auto size = std::max(ring_.size() * 2, min_slots);
     while (size < need)
       size *= 2;
-    if (policy_ != overflow_policy::block)
-      size = std::max(std::min(size, capacity_), need);
     resize(have, size);
   }
 
-  /// Pre: in an exclusive section with `have` items. Moves them to a ring of `size` slots,
-  /// starting at slot 0.
+  /// Pre: in an exclusive section with `have` items. Moves them to a ring of `size` slots
+  /// (a power of two), starting at slot 0.
   void resize(size_t have, size_t size) {
     std::vector<T> next(size);
-    auto old = ring_.size();
-    for (size_t i = 0; i < have; ++i)
-      next[i] = std::move(ring_[(head_ + i) % old]);
+    if (!ring_.empty()) {
+      auto mask = ring_.size() - 1;
+      for (size_t i = 0; i < have; ++i)
+        next[i] = std::move(ring_[(head_ + i) & mask]);
+    }
     ring_.swap(next);
     head_ = 0;
     slots_.store(size, std::memory_order_release);
   }
 
-  /// Pre: in an exclusive section, empty. A ring much larger than what the consumer
-  /// took shrinks by half (toward min_slots); an idle sink gives its memory back.
+  /// Pre: in an exclusive section, empty. A ring that stayed much larger than what the
+  /// consumer took, for `shrink_after` takes in a row, shrinks by half (toward min_slots):
+  /// an idle sink gives its memory back, a busy one does not resize back and forth.
   void maybe_shrink(size_t taken) {
+    constexpr unsigned shrink_after = 64;
     auto size = ring_.size();
-    if (size > min_slots && taken < size / 4)
-      resize(0, std::max(size / 2, min_slots));
+    if (size <= min_slots || taken >= size / 4) {
+      small_takes_ = 0;
+      return;
+    }
+    if (++small_takes_ < shrink_after)
+      return;
+    small_takes_ = 0;
+    resize(0, std::max(size / 2, min_slots));
   }
 
   const size_t capacity_;
@@ -260,6 +270,7 @@ private:
   std::atomic<size_t> slots_{0};   // ring_.size(), readable by producers.
   std::vector<T> ring_;            // Changes size only in exclusive sections.
   size_t head_ = 0;                // Index of the oldest item; exclusive sections only.
+  unsigned small_takes_ = 0;       // Takes in a row far below the ring's size (maybe_shrink).
   std::mutex mtx_;                 // Serializes exclusive sections.
 };
 

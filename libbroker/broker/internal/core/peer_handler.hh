@@ -44,6 +44,11 @@ protected:
     return queue_->push(xs, routes, n);
   }
 
+  push_result do_push_adopted(const data_message* xs, const route_info* routes,
+                              size_t n) override {
+    return queue_->push_adopted(xs, routes, n);
+  }
+
 private:
   std::shared_ptr<send_queue> queue_;
 };

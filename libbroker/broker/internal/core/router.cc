@@ -15,6 +15,7 @@ struct route_scratch {
   std::vector<route_info> routes;  // Parallel to msgs, or to a whole run.
   std::vector<data_message> sub;   // What one peer gets of a relayed run.
   std::vector<route_info> sub_routes;
+  std::vector<handler*> takers;    // The handlers that take a whole run.
 };
 
 route_scratch& scratch_for(size_t cache_slots) {
@@ -260,26 +261,36 @@ void router::deliver(const route_source& src, const data_message* xs, size_t k,
   }
   if (origin_lock.owns_lock())
     origin_lock.unlock();
+  // The other handlers take the whole run: the references for all of them are taken with
+  // one atomic add per message, and each handler adopts its own.
+  auto& takers = s.takers;
+  takers.clear();
   for (auto* t : targets) {
     auto* h = static_cast<handler*>(t);
     if (h->kind() == handler_kind::peer || h->id() == src.id || h->closed()
         || !h->accepts(kind))
       continue;
-    auto n = m;
     if (src.kind == source_kind::core && h->policy() == overflow_policy::block) {
       // Status and error events never wait: what a full sink cannot take is dropped.
-      n = std::min(m, h->room());
+      auto n = std::min(m, h->room());
       if (n < m) {
         h->count_dropped(m - n);
         cnt.dropped[kind_index(h->kind()) * num_overflow_policies
                     + static_cast<size_t>(overflow_policy::drop_newest)]
           += m - n;
       }
-      if (n == 0)
-        continue;
+      if (n > 0)
+        account(*h, h->push(msgs, routes, n), cnt);
+      continue;
     }
-    account(*h, h->push(msgs, routes, n), cnt);
+    takers.push_back(h);
   }
+  if (takers.empty())
+    return;
+  for (size_t i = 0; i < m; ++i)
+    msgs[i].impl().ref(takers.size());
+  for (auto* h : takers)
+    account(*h, h->push_adopted(msgs, routes, m), cnt);
 }
 
 endpoint_metrics router::counters() const {

@@ -40,10 +40,13 @@ struct send_item {
 /// Messages taken from a send queue in one go.
 using send_batch = std::vector<send_item>;
 
-/// See the file comment.
-class send_queue {
+/// See the file comment. `Item` is send_item for peers (a route for every message's frame
+/// header) and data_message for WebSocket clients (no route: a sixth of the memory per
+/// queued message).
+template <class Item>
+class basic_send_queue {
 public:
-  send_queue(size_t capacity, overflow_policy policy);
+  basic_send_queue(size_t capacity, overflow_policy policy);
 
   size_t capacity() const noexcept { return items_.capacity(); }
   overflow_policy policy() const noexcept { return items_.policy(); }
@@ -65,6 +68,10 @@ public:
   /// Appends copies of `n` messages under the policy; `routes` (may be null) is parallel
   /// to `xs`. Any thread.
   push_result push(const data_message* xs, const route_info* routes, size_t n);
+
+  /// Like push(), for messages whose references the caller already took (one each): the
+  /// queue keeps those of the items it takes and returns the others.
+  push_result push_adopted(const data_message* xs, const route_info* routes, size_t n);
 
   /// Convenience for tests: pushes `xs` with `routes` and clears both.
   push_result push(std::vector<data_message>& xs, std::vector<route_info>& routes);
@@ -88,13 +95,16 @@ public:
   /// Moves everything pending into `out` / `announcement`. When there is nothing, the queue
   /// counts the connection as idle again, so the next push fires the ready callback.
   /// Returns false once the queue is closed and drained.
-  bool take(send_batch& out, std::optional<filter_type>& announcement);
+  bool take(std::vector<Item>& out, std::optional<filter_type>& announcement);
 
 private:
   /// Fires the ready callback unless the connection is already scheduled.
   void schedule();
 
-  mpsc_ring<send_item> items_;
+  template <class Make>
+  push_result push_impl(size_t n, Make&& make);
+
+  mpsc_ring<Item> items_;
   std::atomic<bool> scheduled_{false}; // The connection will take (or is taking).
   std::atomic<bool> closed_{false};
   std::atomic<bool> overflowed_{false};
@@ -105,5 +115,14 @@ private:
   std::function<void()> ready_;
   room_waiters waiters_;
 };
+
+extern template class basic_send_queue<send_item>;
+extern template class basic_send_queue<data_message>;
+
+/// A peering's send queue.
+using send_queue = basic_send_queue<send_item>;
+
+/// A WebSocket client's send queue.
+using message_queue = basic_send_queue<data_message>;
 
 } // namespace broker::internal

@@ -10,12 +10,15 @@
 // Use:
 //   1. copy() small per-connection bytes (frame headers, control frames) and ref() shared
 //      bytes (a message's cached frame or payload), in wire order. Consecutive copies merge
-//      into one piece. Whoever appends a ref keeps its bytes alive until the write is done
-//      (the connection holds the messages).
+//      into one piece. share() copies shared bytes under 512 bytes (up to 16 KiB per write)
+//      and references larger ones: a piece costs the kernel more than copying a small
+//      frame. Whoever appends a ref keeps its bytes alive until the write is done (the
+//      connection holds the messages).
 //   2. iov() materializes the pieces as iovecs, after the last append (the scratch string
 //      may move while it grows, so pointers into it are taken only then).
 //   3. consume(n) after the socket took n bytes; done() when everything went out.
-//   4. clear() before the next batch; capacities are kept, so steady state allocates nothing.
+//   4. clear() before the next batch; capacities are kept, so steady state allocates nothing,
+//      until 16 writes in a row used less than a quarter of them: then they are freed.
 
 #include <sys/uio.h>
 
@@ -43,6 +46,15 @@ public:
 
   void copy(std::string_view bytes) {
     copy(bytes.data(), bytes.size());
+  }
+
+  /// Appends shared bytes: referenced, or copied if smaller than copy_below (see the
+  /// file comment). What connections use for messages.
+  void share(std::string_view bytes) {
+    if (bytes.size() < copy_below && scratch_.size() + bytes.size() <= copy_budget)
+      copy(bytes);
+    else
+      ref(bytes);
   }
 
   /// Appends shared bytes by reference (see the file comment).
@@ -103,6 +115,20 @@ public:
   }
 
   void clear() noexcept {
+    // Keep the capacity a burst needed, unless the writes stay far smaller for a while:
+    // an idle connection gives its buffers back.
+    if (scratch_.capacity() > keep_bytes || pieces_.capacity() > keep_pieces) {
+      if (scratch_.size() * 4 < scratch_.capacity() && pieces_.size() * 4 < pieces_.capacity()) {
+        if (++small_uses_ >= shrink_after) {
+          small_uses_ = 0;
+          std::string{}.swap(scratch_);
+          std::vector<piece>{}.swap(pieces_);
+          std::vector<iovec>{}.swap(iov_);
+        }
+      } else {
+        small_uses_ = 0;
+      }
+    }
     scratch_.clear();
     pieces_.clear();
     iov_.clear();
@@ -110,6 +136,15 @@ public:
     total_ = 0;
     consumed_ = 0;
   }
+
+  /// share() copies shared bytes below this size: a gathered write of many small frames
+  /// costs the kernel less as a few large pieces than as many small ones, and the copy is
+  /// cheaper than the kernel's work per piece.
+  static constexpr size_t copy_below = 512;
+
+  /// share() copies at most this many bytes per write, so that a burst to a thousand
+  /// connections does not hold a thousand copies of it; the rest is referenced.
+  static constexpr size_t copy_budget = 16 * 1024;
 
 private:
   struct piece {
@@ -127,7 +162,13 @@ private:
       ++first_;
   }
 
+  /// What a connection keeps after its writes got small again (see clear()).
+  static constexpr size_t keep_bytes = 4096;
+  static constexpr size_t keep_pieces = 64;
+  static constexpr unsigned shrink_after = 16;
+
   std::string scratch_;
+  unsigned small_uses_ = 0;
   std::vector<piece> pieces_;
   std::vector<iovec> iov_;
   size_t first_ = 0;

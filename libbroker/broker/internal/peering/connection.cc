@@ -607,7 +607,7 @@ void connection::append_data(const send_item& item) {
     return;
   }
   gather_.copy(head);
-  gather_.ref(bytes);
+  gather_.share(bytes);
 }
 
 bool connection::should_hold() {

@@ -218,7 +218,7 @@ void ws_session::on_first_message(std::string_view text) {
     return;
   }
   id_ = srv_->next_id();
-  out_ = std::make_shared<send_queue>(opts.buffer_size, opts.policy);
+  out_ = std::make_shared<message_queue>(opts.buffer_size, opts.policy);
   in_ = std::make_unique<net_input>(srv_->rt->routing(), id_, source_kind::client);
   if (access_) {
     auto sub = access_->subscribe(std::move(*filter));
@@ -474,9 +474,9 @@ bool ws_session::fill_batch() {
         close_with(ws::close_normal, "EOF");
       }
     }
-    for (auto& item : batch_)
-      if (!access_ || access_->may_receive(item.msg.topic())) // Filtered: counted.
-        gather_.ref(item.msg.impl().ws_frame()); // Encoded once, shared by all clients.
+    for (auto& msg : batch_)
+      if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
+        gather_.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     auto [code, reason] = *close_pending_;
@@ -566,25 +566,34 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
       detach_when_routed();
     srv_->set_app(id_, nullptr);
   }
-  close_transport();
-  srv_->untrack(this); // Last: every caller holds its own reference.
+  close_transport(); // Untracks the session once the transport is closed.
 }
 
 void ws_session::close_transport() {
   if (!conn_->secure() || writing_) {
-    conn_->close();
+    end_transport();
     return;
   }
-  // TLS: close_notify first, bounded by a short timer, then the socket.
+  // TLS: close_notify first, bounded by a short timer, then the socket. The server counts
+  // the session as live until then: a node that shuts down waits for it (bounded), so
+  // that its I/O does not stop under a pending close_notify and reset the connection.
   timer_.expires_after(std::chrono::milliseconds{500});
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec)
-      self->conn_->close();
+      self->end_transport();
   });
   conn_->async_shutdown([self = shared_from_this()](boost::system::error_code) {
     self->timer_.cancel();
-    self->conn_->close();
+    self->end_transport();
   });
+}
+
+void ws_session::end_transport() {
+  if (transport_closed_)
+    return;
+  transport_closed_ = true;
+  conn_->close();
+  srv_->untrack(this); // Last: every caller holds its own reference.
 }
 
 } // namespace broker::internal

@@ -133,6 +133,7 @@ private:
   // -- ending
   void finish(peer_end why, std::string reason, bool limit = false);
   void close_transport();
+  void end_transport();
 
   std::shared_ptr<server_impl> srv_;
   std::unique_ptr<stream> conn_;
@@ -145,7 +146,7 @@ private:
   // Attachment to the core.
   uint64_t id_ = 0;
   endpoint_id client_id_ = endpoint_id::random();
-  std::shared_ptr<send_queue> out_;
+  std::shared_ptr<message_queue> out_;
   std::unique_ptr<net_input> in_;
   /// The end, told to the core once the input is routed: why, reason, over a budget.
   std::optional<std::tuple<peer_end, std::string, bool>> detach_;
@@ -161,7 +162,7 @@ private:
 
   // Output.
   std::string ctrl_;        ///< Control frames waiting, in order.
-  send_batch batch_;        ///< Messages of the write in flight.
+  std::vector<data_message> batch_; ///< Messages of the write in flight.
   gather_buffer gather_;    ///< The write in flight.
   std::string tls_buf_;     ///< Its linear copy (TLS only).
   bool writing_ = false;
@@ -179,6 +180,7 @@ private:
   peer_end close_end_ = peer_end::removed; ///< How the core hears of a close we started.
 
   bool finished_ = false;
+  bool transport_closed_ = false;
 };
 
 } // namespace broker::internal
