@@ -19,6 +19,13 @@ Points:
               the server's CPU (all threads, /proc schedstat) over the whole client run,
               per delivery of both phases
 
+--callgrind 1 runs every point once more per configuration with the node under callgrind
+(instrumentation switched on once the node listens, so start-up is not counted): instructions
+per delivery, and how many of them are spent in access-control functions
+(ACCESS_FUNCTIONS), which neither the load of a shared machine nor batching moves. The
+verdict uses that share when present (share / (1 - share): the cost against the same run
+without the checks), else the wall-clock ratio of server CPU per delivery.
+
 Repetitions interleave the configurations (the order alternates), so that a ratio compares
 runs under the same load; tables show medians, ratios are per repetition, then the median.
 The verdict (issue target: at most 3 % slower with 100 rules) is on the server's CPU per
@@ -49,6 +56,8 @@ OPTIONS = [
     ("--fanout-n", int, 100, "subscribers of the fan-out point"),
     ("--seconds", float, 2.0, "throughput phase of each run"),
     ("--latency-seconds", float, 0.5, "latency phase of each run"),
+    ("--callgrind", int, 0, "also count the node's instructions per delivery (1: on)"),
+    ("--callgrind-seconds", float, 2.0, "throughput phase of a run under callgrind"),
 ]
 TARGET = 1.03
 RUN_TIMEOUT = 120
@@ -109,9 +118,10 @@ def parse_result(line):
     return out
 
 
-def one_run(run, args, bins, rules_files, config, point):
+def one_run(run, args, bins, rules_files, config, point, callgrind_dir=None):
     """A fresh node in `config`, one driver run of `point`; {rate, server_ns, driver_ns} per
-    delivery, or None (the failure is printed)."""
+    delivery (with `callgrind_dir`: the node runs under callgrind, and `server_ir` is its
+    instructions per delivery), or None (the failure is printed)."""
     port = free_port()
     node_args = ["--listen-address", LOCALHOST, "--broker.disable-ssl",
                  "--broker.log-level=warning"]
@@ -123,13 +133,27 @@ def one_run(run, args, bins, rules_files, config, point):
                       "--broker.web-socket.max-clients=20000"]
     else:
         node_args += ["-p", str(port)]
-    server = run.start(bins["broker-node"], node_args, "node-%s-%s" % (config, point))
+    binary = bins["broker-node"]
+    out_file = None
+    if callgrind_dir:
+        out_file = os.path.join(callgrind_dir, "callgrind.%s.%s" % (config, point))
+        node_args = ["--tool=callgrind", "--instr-atstart=no",
+                     "--callgrind-out-file=" + out_file, binary] + node_args
+        binary = "valgrind"
+    server = run.start(binary, node_args, "node-%s-%s" % (config, point))
+    stopped = False
     try:
-        wait_port(server, port)
+        wait_port(server, port, timeout=120 if callgrind_dir else 15)
         time.sleep(0.2)
+        if callgrind_dir:
+            subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
+                           capture_output=True, timeout=60)
         n = args.fanout_n if point == "fanout-ws" else 1
-        common = ["--port", str(port), "--subscribers", str(n), "--seconds", str(args.seconds),
+        seconds = args.callgrind_seconds if callgrind_dir else args.seconds
+        common = ["--port", str(port), "--subscribers", str(n), "--seconds", str(seconds),
                   "--latency-seconds", str(args.latency_seconds)]
+        if callgrind_dir:
+            common += ["--timeout", "600"]
         if point.endswith("-ws"):
             cmd = [bins["fanout-drive"], "--system", "ws", "--server-pid", str(server.pid)]
         else:
@@ -150,12 +174,49 @@ def one_run(run, args, bins, rules_files, config, point):
             server_ns = r["server_cpu_s"] * 1e9 / r["delivered"]
             driver_ns = r["driver_cpu_s"] * 1e9 / r["delivered"]
         else:
-            total = r["delivered"] + r["lat_samples"]
-            server_ns = (after - before) / total
-            driver_ns = r["cpu_s"] * 1e9 / total
-        return {"rate": r["rate"], "server_ns": server_ns, "driver_ns": driver_ns}
+            server_ns = (after - before) / (r["delivered"] + r["lat_samples"])
+            driver_ns = r["cpu_s"] * 1e9 / (r["delivered"] + r["lat_samples"])
+        result = {"rate": r["rate"], "server_ns": server_ns, "driver_ns": driver_ns}
+        if callgrind_dir:
+            server.stop(signal.SIGTERM, timeout=120)
+            stopped = True
+            total, access = callgrind_counts(out_file)
+            result["server_ir"] = total / (r["delivered"] + r["lat_samples"])
+            result["access_ir"] = access / (r["delivered"] + r["lat_samples"])
+        return result
     finally:
-        server.stop(signal.SIGTERM, timeout=15)
+        if not stopped:
+            server.stop(signal.SIGTERM, timeout=120 if callgrind_dir else 15)
+
+
+# Functions of access control in the message path: everything in security:: (the checks,
+# the guard, the prefix trie) and the connections' check_access() (notices, reloads).
+ACCESS_FUNCTIONS = ("broker::internal::security::", "::check_access()")
+
+
+def callgrind_counts(path):
+    """(instructions in total, instructions in access-control functions, self cost) of a
+    callgrind output file. Inlined checks (connection_access::may_receive) count for their
+    caller: a flag and two atomic loads per delivery when no granted prefix is filtered."""
+    p = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
+                       capture_output=True, text=True, check=True)
+    total = None
+    access = 0
+    for line in p.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) < 2 or not parts[0].replace(",", "").isdigit():
+            continue
+        count = int(parts[0].replace(",", ""))
+        if "PROGRAM TOTALS" in line:
+            total = count
+            continue
+        # "<count> (<share>)  <file>:<function> [<object>]"
+        func = parts[1].split(")", 1)[-1].strip().split(":", 1)[-1]
+        if any(x in func for x in ACCESS_FUNCTIONS):
+            access += count
+    if total is None:
+        raise bl.BenchError("callgrind_annotate found no totals in %s" % path)
+    return total, access
 
 
 def check_rules(node_bin, path):
@@ -195,11 +256,19 @@ def main():
                     run.progress("rep %d/%d %s %s" % (rep + 1, args.reps, point, config))
                     results.setdefault((point, config), []).append(
                         one_run(run, args, bins, rules_files, config, point))
+        counted = {}  # (point, config) -> result under callgrind
+        if args.callgrind:
+            for point in points:
+                for config in configs:
+                    run.progress("callgrind %s %s" % (point, config))
+                    counted[(point, config)] = one_run(run, args, bins, rules_files, config,
+                                                       point, callgrind_dir=tmp)
         run.raw["results"] = {"%s/%s" % k: v for k, v in results.items()}
-        report(run, args, configs, points, results)
+        run.raw["callgrind"] = {"%s/%s" % k: v for k, v in counted.items()}
+        report(run, args, configs, points, results, counted)
 
 
-def report(run, args, configs, points, results):
+def report(run, args, configs, points, results, counted):
     run.say("")
     run.say("Medians of %d repetitions; ns are CPU per delivery; ratios per repetition, then "
             "the median (server ns: with rules / none, rate: none / with rules)." % args.reps)
@@ -231,7 +300,48 @@ def report(run, args, configs, points, results):
     run.table(["point", "rules", "delivered/s", "server ns/delivery", "driver ns/delivery",
                "server ns ratio", "rate ratio"], rows)
     run.say("")
+    ir_ratio = {}
+    access_share = {}
+    if counted:
+        run.say("Under callgrind (one run each; the node's instructions from the moment it "
+                "listens to its exit, per delivery of both phases):")
+        run.say("")
+        rows = []
+        for point in points:
+            base = counted.get((point, "none"))
+            for config in configs:
+                r = counted.get((point, config))
+                if not r:
+                    rows.append([point, config, "failed", "", "", ""])
+                    continue
+                ratio = ""
+                if config != "none" and base:
+                    ratio = "%.3f" % (r["server_ir"] / base["server_ir"])
+                    if config == "rules100":
+                        ir_ratio[point] = r["server_ir"] / base["server_ir"]
+                rows.append([point, config, bl.fmt_int(r["server_ir"]), ratio,
+                             bl.fmt(r["access_ir"]),
+                             "%.2f %%" % (100.0 * r["access_ir"] / r["server_ir"])])
+                if config == "rules100":
+                    access_share[point] = r["access_ir"] / r["server_ir"]
+        run.table(["point", "rules", "server instructions/delivery", "ratio",
+                   "in access control", "share"], rows)
+        run.say("")
+        run.say("(Instructions per delivery vary with batch sizes, which timing decides, by "
+                "more than the rules cost; the share of access-control functions in the same "
+                "run does not.)")
+        run.say("")
     for point, cpu_ratio, rate_ratio, n in verdicts:
+        if point in access_share:
+            share = access_share[point]
+            run.say("VERDICT %s: with 100 rules access control is %.2f %% of the node's "
+                    "instructions per delivery (callgrind; all instructions %+.1f %% against "
+                    "none; wall clock: %s server CPU, %s throughput): target <= +3 %% %s"
+                    % (point, share * 100, (ir_ratio.get(point, 1) - 1) * 100,
+                       "%+.1f %%" % ((cpu_ratio - 1) * 100) if cpu_ratio else "n/a",
+                       "%+.1f %%" % ((1 / rate_ratio - 1) * 100) if rate_ratio else "n/a",
+                       "MET" if share / (1 - share) <= TARGET - 1 else "MISSED"))
+            continue
         if cpu_ratio is None or n < 3:
             run.say("VERDICT %s: no verdict (%d complete pairs, need 3)" % (point, n))
             continue
