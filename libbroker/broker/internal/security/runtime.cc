@@ -167,4 +167,35 @@ admission runtime::admit(credential cred, const std::string& address, uint16_t p
   return result;
 }
 
+std::string runtime::identity_of_curve_key(std::string_view z85) const {
+  if (!is_curve_key(z85))
+    return {};
+  auto rules = policy_.current();
+  if (!rules || !rules->enforcing())
+    return {};
+  auto res = rules->authenticate(credential::from_curve_key(std::string{z85}));
+  if (res.status != auth_status::ok || res.id == no_identity)
+    return {};
+  return rules->name_of(res.id);
+}
+
+admission runtime::admit_curve_key(std::string_view z85, const std::string& address,
+                                   uint16_t port) {
+  if (is_curve_key(z85))
+    return admit(credential::from_curve_key(std::string{z85}), address, port);
+  admission result;
+  result.status = auth_status::unusable;
+  auto what = "not a CURVE public key (expected 40 characters of Z85, got "
+              + std::to_string(z85.size()) + " bytes)";
+  result.reason = "authentication failed: " + what;
+  auto where = address.find(':') != std::string::npos
+                 ? "[" + address + "]:" + std::to_string(port)
+                 : address + ":" + std::to_string(port);
+  audit_->slot({}, std::string{to_string(mechanism::curve_key)})
+    .authentication_failures.fetch_add(1, std::memory_order_relaxed);
+  failures_.failed(to_string(mechanism::curve_key), where, what);
+  throttle_.failed(address);
+  return result;
+}
+
 } // namespace broker::internal::security

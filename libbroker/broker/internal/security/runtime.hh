@@ -85,6 +85,19 @@ public:
   /// (rate-limited) and charged to the address. Any thread.
   admission admit(credential cred, const std::string& address, uint16_t port);
 
+  /// For the ZeroMQ transport (broker.zeromq.*, doc/security.md "Identities"): the name
+  /// of the identity whose `curve-keys` list holds `z85`, a client's long-term CURVE public
+  /// key as 40 characters of Z85, under the rules in force. Empty if the key is malformed,
+  /// belongs to no identity, or no rules are configured (then nothing is checked). Pure
+  /// lookup: nothing is counted or logged. Any thread.
+  std::string identity_of_curve_key(std::string_view z85) const;
+
+  /// admit() for a ZeroMQ client that authenticated with CURVE (the transport's ZAP or
+  /// `authorize` hook, before any traffic): a malformed key is refused as `unusable`
+  /// (counted and logged as a failed curve-key authentication, without showing the bytes);
+  /// otherwise admit(credential::from_curve_key(z85), ...). Any thread.
+  admission admit_curve_key(std::string_view z85, const std::string& address, uint16_t port);
+
   /// Calls `f` on the reloading thread after every successful reload, until unwatch() is
   /// called with the returned token. `f` must be quick (post to a strand) and must not
   /// call watch() or unwatch().

@@ -180,3 +180,59 @@ TEST_CASE("watchers run after successful reloads only", "[security][runtime]") {
   REQUIRE_FALSE(rt.reload());
   CHECK(calls == 1);
 }
+
+TEST_CASE("a ZeroMQ transport looks up and admits CURVE keys", "[security][runtime]") {
+  // Z85 of 32 bytes: the example key of ZeroMQ's RFC 26 and one of zeros.
+  const std::string worker_key = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+  const std::string other_key(40, '0');
+  fixture f;
+  SECTION("without rules there is nothing to look up, and every key is admitted") {
+    runtime rt{"", f.log};
+    REQUIRE_FALSE(rt.load());
+    CHECK(rt.identity_of_curve_key(worker_key).empty());
+    CHECK(rt.admit_curve_key(worker_key, "10.0.0.1", 1).admitted);
+  }
+  f.write("identity.worker.curve-keys = [\"" + worker_key + "\"]\n"
+          "identity.worker.publish = [\"zeek/\"]\n");
+  runtime rt{f.path, f.log};
+  REQUIRE_FALSE(rt.load());
+  SECTION("a configured key names its identity; others name none") {
+    CHECK(rt.identity_of_curve_key(worker_key) == "worker");
+    CHECK(rt.identity_of_curve_key(other_key).empty());
+    CHECK(rt.identity_of_curve_key("").empty());
+    CHECK(rt.identity_of_curve_key(worker_key.substr(0, 39)).empty());
+    for (auto& row : rt.audit().rows()) // A lookup counts nothing.
+      CHECK(row.authentication_failures == 0);
+  }
+  SECTION("admit_curve_key gives the identity's guard, or a counted refusal") {
+    auto ok = rt.admit_curve_key(worker_key, "10.0.0.1", 1);
+    REQUIRE(ok.admitted);
+    CHECK(ok.admitted->identity() == "worker");
+    CHECK(ok.admitted->check_publish("zeek/logs/conn").allowed);
+    CHECK_FALSE(ok.admitted->check_publish("other").allowed);
+    auto unknown = rt.admit_curve_key(other_key, "10.0.0.2", 2);
+    CHECK_FALSE(unknown.admitted);
+    CHECK(unknown.status == auth_status::unknown);
+    CHECK(unknown.reason == "authentication failed: the CURVE key " + other_key
+                              + " belongs to no identity");
+    auto bad = rt.admit_curve_key(std::string{"\x01\x02secret"}, "10.0.0.3", 3);
+    CHECK_FALSE(bad.admitted);
+    CHECK(bad.status == auth_status::unusable);
+    CHECK(bad.reason
+          == "authentication failed: not a CURVE public key (expected 40 characters of Z85, "
+             "got 8 bytes)");
+    CHECK(f.logged("authentication failed (curve-key) from 10.0.0.3:3"));
+    CHECK_FALSE(f.logged("secret"));
+    uint64_t failures = 0;
+    for (auto& row : rt.audit().rows())
+      if (row.identity.empty() && row.rule == "curve-key")
+        failures = row.authentication_failures;
+    CHECK(failures == 2);
+  }
+  SECTION("a reload that drops the key drops the identity") {
+    f.write("identity.worker.publish = [\"zeek/\"]\n");
+    REQUIRE_FALSE(rt.reload());
+    CHECK(rt.identity_of_curve_key(worker_key).empty());
+    CHECK_FALSE(rt.admit_curve_key(worker_key, "10.0.0.4", 4).admitted);
+  }
+}
