@@ -12,6 +12,8 @@ WebSocket client publishes, so that what reaches the hub is relayed by the spoke
   hub emits one access_denied error event per rule (not per message);
 - the spoke's subscriptions are narrowed (an error event naming the rule) and filtered:
   it receives only what its rules allow;
+- /v1/status shows the refusals per identity and rule; neither it, /metrics nor the web
+  view show a token or its hash;
 - a certificate the rules do not know is refused after TLS: the spoke's node reports
   "access denied" with the reason (the hub's drop_conn), the hub logs and counts it;
 - SIGHUP widens the spoke's rights without dropping the peering, and removing its
@@ -28,6 +30,7 @@ import ssl
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "lib"))
@@ -73,6 +76,11 @@ UNKNOWN = FEEDER + 'identity.other.certificates = ["cn:someone else"]\n'
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
+
+
+def http_get(port, path):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=WAIT) as res:
+        return res.read().decode()
 
 
 def publish(client, topic, value):
@@ -151,6 +159,17 @@ def test_relayed_messages_are_checked_against_the_peer(binary):
         wait_metric(hub.metrics_port, 'broker_access_refusals_total{identity="spoke",'
                     'rule="default publish",what="publish"}', lambda v: v == 10,
                     what="10 refusals of the spoke")
+        status = http_get(hub.metrics_port, "/v1/status")
+        access = json.loads(status)["access"]
+        check(access["enforcing"] and access["identities"] == 3, "status: %r" % access)
+        check({"identity": "spoke", "rule": "default publish", "publishes": 10,
+               "subscriptions": 0, "deliveries": 0} in access["refusals"],
+              "/v1/status shows the refusals per identity and rule: %r" % access["refusals"])
+        token_hash = hashlib.sha256(FEEDER_TOKEN.encode()).hexdigest()
+        for path in ["/v1/status", "/metrics", "/"]:
+            text = http_get(hub.metrics_port, path)
+            check(FEEDER_TOKEN not in text and token_hash not in text,
+                  "%s shows neither the token nor its hash" % path)
 
 
 def test_peer_subscriptions_are_narrowed_and_filtered(binary):
