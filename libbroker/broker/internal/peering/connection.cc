@@ -546,7 +546,7 @@ void connection::tell_access(const std::vector<std::string>& notices) {
 }
 
 void connection::check_access() {
-  if (!access_ || closed_)
+  if (!access_ || closed_ || !access_->needs_attention())
     return;
   if (access_->has_notices())
     tell_access(access_->take_notices());

@@ -104,7 +104,23 @@ std::vector<std::string> connection_access::take_notices() {
 }
 
 bool connection_access::check_receive(std::string_view topic) {
-  return guard_.check_receive(topic).allowed;
+  // Deliveries come in runs of one topic (a fan-out batch, a sender's stream): the last
+  // verdict answers while the rules stay the same.
+  if (receive_cached_ && receive_generation_ == guard_.generation()
+      && !guard_.reload_pending() && topic == receive_topic_) {
+    if (!receive_allowed_)
+      guard_.count_refused_delivery(*receive_by_);
+    return receive_allowed_;
+  }
+  auto v = guard_.check_receive(topic);
+  // A refusal without a rule (never happens: only allowing verdicts lack one) is not
+  // cached, so that a repeat is always counted against its rule.
+  receive_cached_ = v.allowed || v.by != nullptr;
+  receive_topic_.assign(topic.data(), topic.size());
+  receive_generation_ = guard_.generation();
+  receive_allowed_ = v.allowed;
+  receive_by_ = v.by;
+  return v.allowed;
 }
 
 connection_access::reload_outcome connection_access::poll_reload() {

@@ -14,7 +14,9 @@
 //     one topic; a refusal is counted per identity and rule (as `n` publications) and
 //     becomes one notice per rule, not one per message;
 //   - may_receive(): for deliveries; true at once unless a granted prefix is filtered or
-//     a reload has not been applied to the subscriptions yet;
+//     a reload has not been applied to the subscriptions yet; otherwise the last topic's
+//     verdict answers a run of deliveries with one topic (a string compare, not a
+//     prefix-table walk) while the rules stay the same;
 //   - poll_reload(): once per batch and when the runtime calls the watcher; after a
 //     reload it says whether the identity was revoked (close the connection) or the
 //     granted subscriptions changed (hand them to the core).
@@ -93,6 +95,12 @@ public:
   /// publish_gate: may the connection publish `n` messages on `topic`?
   bool may_publish(std::string_view topic, size_t n) override;
 
+  /// True if refusals wait to be told or a reload waits for poll_reload(): what a
+  /// connection checks once per batch before doing either (inline, one atomic load).
+  bool needs_attention() const noexcept {
+    return !notices_.empty() || guard_.reload_to_poll();
+  }
+
   /// True if refusals wait to be told (take_notices()).
   bool has_notices() const noexcept { return !notices_.empty(); }
 
@@ -137,6 +145,12 @@ private:
   std::vector<const rule*> told_; ///< Rules whose refusals were told (this generation).
   uint64_t told_generation_ = 0;
   std::vector<std::string> notices_;
+  // The last check_receive(): its topic and verdict under the rules of its generation.
+  bool receive_cached_ = false;
+  bool receive_allowed_ = false;
+  uint64_t receive_generation_ = 0;
+  const rule* receive_by_ = nullptr;
+  std::string receive_topic_;
 };
 
 } // namespace broker::internal::security

@@ -175,3 +175,52 @@ TEST_CASE("without identities everything passes, at one atomic load per check",
   CHECK(gate.may_publish("/any", 1));
   CHECK(acc.may_receive("/any"));
 }
+
+TEST_CASE("needs_attention says when a connection has notices or a reload to poll",
+          "[security][access]") {
+  fixture f{worker_rules};
+  auto acc = f.connect(credential::from_token("w"));
+  acc.subscribe(std::vector<std::string>{"/zeek/logs/"});
+  CHECK_FALSE(acc.needs_attention()); // The per-batch fast path: nothing to do.
+  CHECK(acc.may_publish("/zeek/logs/conn", 1));
+  CHECK_FALSE(acc.needs_attention());
+  CHECK_FALSE(acc.may_publish("/zeek/control/stop", 1));
+  CHECK(acc.needs_attention()); // A notice to tell.
+  acc.take_notices();
+  CHECK_FALSE(acc.needs_attention());
+  REQUIRE_FALSE(f.rt->reload());
+  CHECK(acc.needs_attention()); // A reload not picked up yet.
+  // A check picks the reload up; poll_reload() still has to see it.
+  CHECK(acc.may_publish("/zeek/logs/conn", 1));
+  CHECK(acc.needs_attention());
+  CHECK(acc.poll_reload().reloaded);
+  CHECK_FALSE(acc.needs_attention());
+}
+
+TEST_CASE("a run of deliveries on one topic reuses its verdict and still counts each",
+          "[security][access]") {
+  fixture f{worker_rules};
+  auto acc = f.connect(credential::from_token("w"));
+  acc.subscribe(std::vector<std::string>{"/zeek/cluster/"}); // Filtered: manager denied.
+  auto refused = [&](const std::string& identity, const std::string& rule) {
+    for (auto& row : f.rt->audit().rows())
+      if (row.identity == identity && row.rule == rule)
+        return row.refused_deliveries;
+    return uint64_t{0};
+  };
+  const std::string deny = "deny subscribe \"/zeek/cluster/manager\"";
+  for (int i = 0; i < 5; ++i)
+    CHECK_FALSE(acc.may_receive("/zeek/cluster/manager"));
+  CHECK(refused("worker", deny) == 5);
+  CHECK(refused("worker", "") == 5); // The identity's totals.
+  CHECK(acc.may_receive("/zeek/cluster/worker-1"));
+  CHECK_FALSE(acc.may_receive("/zeek/cluster/manager"));
+  CHECK(refused("worker", deny) == 6);
+  // A reload that allows the topic answers at once, not from the old verdict.
+  f.write("identity.worker {\n  tokens = [\"" + hash_token("w") + "\"]\n"
+          "  subscribe = [\"/zeek/\"]\n  deny-subscribe = [\"/zeek/cluster/x\"]\n}\n");
+  REQUIRE_FALSE(f.rt->reload());
+  CHECK(acc.may_receive("/zeek/cluster/manager"));
+  CHECK(acc.may_receive("/zeek/cluster/manager"));
+  CHECK(refused("worker", deny) == 6);
+}

@@ -35,10 +35,6 @@ policy_view::policy_view(const policy_store& store) : store_(&store) {
   seen_ = store.generation_.load(std::memory_order_relaxed);
 }
 
-bool policy_view::pending() const noexcept {
-  return store_->generation_.load(std::memory_order_acquire) != seen_;
-}
-
 bool policy_view::refresh() {
   if (store_->generation_.load(std::memory_order_acquire) == seen_)
     return false;
@@ -114,6 +110,12 @@ verdict guard::check_receive(std::string_view topic) {
     rs.identity_counters(id_).refused_deliveries.fetch_add(1, std::memory_order_relaxed);
   }
   return result;
+}
+
+void guard::count_refused_delivery(const rule& by) noexcept {
+  by.counters->refused_deliveries.fetch_add(1, std::memory_order_relaxed);
+  view_.rules().identity_counters(id_).refused_deliveries.fetch_add(1,
+                                                                    std::memory_order_relaxed);
 }
 
 } // namespace broker::internal::security

@@ -79,7 +79,7 @@ public:
   uint64_t generation() const noexcept { return seen_; }
 
   /// True if the store published a rule set after the cached one (one atomic load).
-  bool pending() const noexcept;
+  bool pending() const noexcept { return store_->generation() != seen_; }
 
 private:
   const policy_store* store_;
@@ -115,6 +115,10 @@ public:
   /// `filtered`)? Counts a refusal as a refused delivery. No allocation.
   verdict check_receive(std::string_view topic);
 
+  /// Counts one more delivery refused by `by`, a rule of the rules as of generation()
+  /// (what check_receive() counts; for callers that cache its verdict).
+  void count_refused_delivery(const rule& by) noexcept;
+
   /// Picks up a reload now: one atomic load when there is none. Returns true once after
   /// any number of reloads (whether this call or a check picked them up), with the
   /// credential authenticated again; the caller then re-runs
@@ -138,6 +142,10 @@ public:
 
   /// True if the store has rules this guard has not picked up yet (one atomic load).
   bool reload_pending() const noexcept { return view_.pending(); }
+
+  /// True if poll_reload() would return true: a reload not picked up yet, or picked up by
+  /// a check and not polled since. Inline, one atomic load: the per-batch fast path.
+  bool reload_to_poll() const noexcept { return reloaded_ || view_.pending(); }
 
 private:
   /// Picks up a reload: authenticates the credential again, sets reloaded_. True if there

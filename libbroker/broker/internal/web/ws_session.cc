@@ -389,7 +389,7 @@ void ws_session::tell_access(const std::vector<std::string>& notices) {
 }
 
 void ws_session::check_access() {
-  if (!access_ || finished_ || phase_ != phase::attached)
+  if (!access_ || finished_ || phase_ != phase::attached || !access_->needs_attention())
     return;
   if (access_->has_notices())
     tell_access(access_->take_notices());
