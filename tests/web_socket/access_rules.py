@@ -337,9 +337,48 @@ def test_reload_changes_rules_of_connected_clients(binary):
               "the app client was not dropped")
 
 
+def test_the_anonymous_identity_has_a_configurable_name(binary):
+    """anonymous-identity names the identity of clients without credentials: its rules
+    apply, refusals and the metrics name it; without rules for it, it may do nothing"""
+    rules = ('anonymous-identity = "guest"\n'
+             'identity.guest.subscribe = ["/public/"]\n'
+             'identity.guest.publish = ["/public/guest/"]\n'
+             'identity.feeder { tokens = ["%s"], publish = [""] }\n' % token_hash(FEEDER_TOKEN))
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        node, path = start(cleanup, tmp, binary=binary, rules=rules)
+        guest = cleanup.add(connect(node.ws_port, ["/public/", "/app/"]))
+        errs = errors(messages(guest, lambda m: m.get("type") == "error"))
+        check('subscription "/app/" refused: no subscribe rule of identity "guest" matches'
+              in errs[-1]["context"], "the guest's refusal names it: %r" % errs)
+        observer = cleanup.add(connect(node.ws_port, ["/public/"]))  # Also a guest.
+        publish(guest, "/public/guest/hello", "x")
+        publish(guest, "/public/other", "x")
+        feeder = cleanup.add(connect(node.ws_port, [], token=FEEDER_TOKEN))
+        publish(feeder, "/public/end", "x")
+        check_eq(data_topics(messages(observer, is_data("/public/end"))),
+                 ["/public/guest/hello", "/public/end"], "what the guests published and got")
+        check_eq(data_topics(messages(guest, is_data("/public/end"))),
+                 ["/public/end"], "a client does not hear itself")
+        m = wait_metric(node.metrics_port, 'broker_access_refusals_total{identity="guest",'
+                        'rule="default publish",what="publish"}', lambda v: v == 1,
+                        what="the guest's refused publication")
+        check_eq(m.get("broker_access_identities"), 2,
+                 "feeder and guest: the anonymous identity is guest, not a third")
+    # Renamed, and no rules for it: clients without credentials may do nothing.
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        node, path = start(cleanup, tmp, binary=binary, rules='anonymous-identity = "nobody"\n'
+                           'identity.feeder { tokens = ["%s"], publish = [""] }\n'
+                           % token_hash(FEEDER_TOKEN))
+        anon = cleanup.add(connect(node.ws_port, ["/public/"]))
+        errs = errors(messages(anon, lambda m: m.get("type") == "error"))
+        check('subscription "/public/" refused: no subscribe rule of identity "nobody"'
+              in errs[-1]["context"], "refused as nobody: %r" % errs)
+
+
 if __name__ == "__main__":
     run_tests([test_token_client_publishes_only_under_its_prefixes,
                test_subscriptions_are_narrowed_refused_and_filtered,
                test_wrong_tokens_and_certificates_are_refused_with_a_reason,
-               test_reload_changes_rules_of_connected_clients],
+               test_reload_changes_rules_of_connected_clients,
+               test_the_anonymous_identity_has_a_configurable_name],
               limit=90)
