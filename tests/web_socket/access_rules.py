@@ -264,9 +264,12 @@ def test_wrong_tokens_and_certificates_are_refused_with_a_reason(binary):
                         lambda v: v == 2, what="two failed tokens")
         check_eq(m.get('broker_web_socket_rejected_clients_total{reason="authentication"}'), 3,
                  "three clients turned away for their credentials")
-        lines = node.matching(lambda l: "authentication failed (token) from 127.0.0.1:" in l,
-                              stderr=True)
-        check_eq(len(lines), 2, "each failure logged with the address")
+        # The counter can be scraped before the log lines are read from the node's stderr.
+        is_failure = lambda l: "authentication failed (token) from 127.0.0.1:" in l  # noqa: E731
+        node.wait_count(is_failure, 2, what="the failures logged", stderr=True)
+        time.sleep(0.2)  # A third line (there must be none) would have arrived by now.
+        check_eq(len(node.matching(is_failure, stderr=True)), 2,
+                 "each failure logged with the address")
         check(not any("not-the-token" in l or "also-wrong" in l for l in node.err_lines),
               "no token in the log")
         # A token that is right still works, in the header or the query.
