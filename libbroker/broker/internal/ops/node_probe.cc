@@ -46,6 +46,7 @@ public:
       x.routing_updates = rec.control.routing_updates;
       x.pings = rec.control.pings;
       x.pongs = rec.control.pongs;
+      x.writes_through = rec.writes_through;
       result.peers.push_back(std::move(x));
     }
     for (auto& d : net->pending_dials())

@@ -43,6 +43,7 @@ struct peer_link {
   uint64_t routing_updates = 0;
   uint64_t pings = 0;
   uint64_t pongs = 0;
+  uint64_t writes_through = 0; ///< Writes a routing thread made itself (no wake-up).
 };
 
 /// An outgoing peering without a live connection.

@@ -310,6 +310,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       x["routing_updates"] = link.routing_updates;
       x["pings"] = link.pings;
       x["pongs"] = link.pongs;
+      x["writes_through"] = link.writes_through;
       if (link.outbound) // The address we dialed, not the kernel's view of it.
         x["port"] = link.port;
     }

@@ -117,6 +117,8 @@ void connection::drop_paused() {
 }
 
 void connection::schedule_write() {
+  if (write_through())
+    return;
   asio::post(conn_.get_executor(), [self = shared_from_this()] { self->write_more(); });
 }
 
@@ -666,7 +668,59 @@ bool connection::fill_batch() {
   return !gather_.empty();
 }
 
+bool connection::write_through() {
+  if (!direct_ok_.load(std::memory_order_acquire))
+    return false;
+  std::unique_lock<std::recursive_mutex> guard{wmtx_, std::try_to_lock};
+  if (!guard.owns_lock() || !direct_ok_.load(std::memory_order_relaxed))
+    return false; // The strand (or another routing thread) writes now; it will take ours.
+  // A write the strand would hold (should_hold(): a stream, not an exchange) is its to hold.
+  auto delay = mgr_->write_delay;
+  if (delay.count() > 0 && !heard_.load(std::memory_order_relaxed)
+      && out_->size() < hold_limit() && std::chrono::steady_clock::now() < last_write_ + delay)
+    return false;
+  for (;;) {
+    std::optional<filter_type> announcement;
+    if (!out_->take(batch_, announcement)) {
+      direct_ok_.store(false, std::memory_order_relaxed);
+      return false; // Closed: the strand closes the connection.
+    }
+    if (batch_.empty() && !announcement)
+      return true; // The queue counts us idle again: the next push calls back.
+    if (announcement) {
+      std::string frame;
+      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
+      gather_.copy(frame);
+    }
+    for (auto& item : batch_)
+      append_data(item);
+    if (!batch_.empty()) {
+      last_write_ = std::chrono::steady_clock::now();
+      heard_.store(false, std::memory_order_relaxed);
+    }
+    writes_through_.store(writes_through_.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    boost::system::error_code ec;
+    if (!conn_.write_now(gather_, ec)) {
+      // The socket is full (or failed): the strand goes on from where this write stopped.
+      direct_ok_.store(false, std::memory_order_relaxed);
+      return false;
+    }
+    batch_.clear();
+    gather_.clear();
+  }
+}
+
+void connection::arm_write_through() {
+  // On the strand, under wmtx_, with nothing in flight and no control frame waiting.
+  if (attached_ && !closing_ && !closed_ && !probing_ && !close_after_write_ && out_
+      && ctrl_.empty() && !conn_.secure())
+    direct_ok_.store(true, std::memory_order_release);
+}
+
 void connection::write_more() {
+  std::lock_guard<std::recursive_mutex> guard{wmtx_};
+  direct_ok_.store(false, std::memory_order_relaxed);
   while (!writing_ && !closed_) {
     if (gather_.done()) {
       batch_.clear();
@@ -676,8 +730,10 @@ void connection::write_more() {
       if (!fill_batch()) {
         if (!closed_ && close_after_write_)
           fail(close_reason_, false);
-        else if (!closed_)
+        else if (!closed_) {
+          arm_write_through();
           read_more(); // Reading may have waited for pongs to drain.
+        }
         return;
       }
     }
@@ -724,6 +780,8 @@ void connection::write_more() {
 
 void connection::take_pending_data() {
   // Called when unpeering: what the core already queued goes out before BYE.
+  std::lock_guard<std::recursive_mutex> guard{wmtx_};
+  direct_ok_.store(false, std::memory_order_relaxed);
   if (!out_)
     return;
   std::optional<filter_type> announcement;
@@ -806,6 +864,8 @@ void connection::fail(const std::string& reason, bool handshake_error) {
 void connection::finish_close(peer_end why, const std::string& reason, bool limit) {
   if (closed_)
     return;
+  std::unique_lock<std::recursive_mutex> write_guard{wmtx_}; // No write-through from here on.
+  direct_ok_.store(false, std::memory_order_relaxed);
   closed_ = true;
   timer_.cancel();
   probe_timer_.cancel();
@@ -840,6 +900,7 @@ void connection::finish_close(peer_end why, const std::string& reason, bool limi
   } else {
     conn_.close();
   }
+  write_guard.unlock();
   if (attached_) {
     log(log_level::info, component,
         std::string{why == peer_end::lost ? "lost peer " : "removed peer "}

@@ -27,6 +27,14 @@
 //     per event. Once a frame arrived from the peer since our last write (a pong, an
 //     answer, a ping), the next write goes at once: an exchange is never held. Nor is a
 //     burst: once a quarter of the queue (at most 64 messages) waits, it goes at once.
+//   - Write-through (plain TCP): when a message reaches an idle connection that would not
+//     hold it (an exchange: the peer spoke since our last write), the thread that routed
+//     it (an application's publish, another connection's strand) writes it to the socket
+//     itself, without waking this strand: a round trip wakes two threads fewer. The
+//     strand arms this (`direct_ok_`) only while it has nothing in flight, no control
+//     frame waiting, is attached, not probing, not closing; `wmtx_` makes the write path
+//     exclusive: the strand's write loop and closing take it, a routing thread only
+//     tries it (and posts to the strand as before when it cannot have it).
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
@@ -60,6 +68,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace broker::internal {
@@ -107,7 +116,8 @@ public:
   /// Paused redundant handshake: the other one finished, send drop_conn 39 and close.
   void drop_paused();
 
-  /// Schedules a write on the strand (the send queue's ready callback).
+  /// The send queue's ready callback: writes through on the calling thread where it may
+  /// (see the file comment), else schedules a write on the strand. Any thread.
   void schedule_write();
 
   /// Resumes routing input once the sink it waited for has room (its waker).
@@ -124,6 +134,11 @@ public:
   uint64_t id() const noexcept { return id_; }
   bool secure() const noexcept { return conn_.secure(); }
   const control_counters& counters() const noexcept { return counters_; }
+
+  /// Writes made by a routing thread itself (write-through, see the file comment).
+  uint64_t writes_through() const noexcept {
+    return writes_through_.load(std::memory_order_relaxed);
+  }
   const std::shared_ptr<outgoing_peering>& outgoing() const noexcept { return outgoing_; }
 
   /// Called by the manager while attaching (under its mutex).
@@ -168,6 +183,8 @@ private:
 
   // -- writing
   bool should_hold();
+  bool write_through();
+  void arm_write_through();
   size_t hold_limit() const noexcept;
   void send_raw(std::string bytes);
   void write_more();
@@ -224,7 +241,7 @@ private:
   bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.
   bool writing_ = false;
   bool holding_ = false; // Gathering writes until hold_timer_ fires.
-  bool heard_ = true;    // A frame arrived since our last data write.
+  std::atomic<bool> heard_{true}; // A frame arrived since our last data write.
   std::chrono::steady_clock::time_point last_write_; // Of data (not control frames).
   bool closing_ = false;     // Unpeering: BYE sent, waiting for its pong.
   bool closed_ = false;
@@ -237,6 +254,13 @@ private:
   gather_buffer gather_; // The write in flight.
   std::string tls_buf_;  // Its linear copy (TLS only).
   std::string head_;     // Scratch for one frame header.
+
+  // Write-through (see the file comment). `wmtx_` guards the write path (gather_, batch_,
+  // head_, last_write_, the send queue's consumer side, closing the socket); recursive,
+  // because the write loop may close the connection.
+  std::recursive_mutex wmtx_;
+  std::atomic<bool> direct_ok_{false}; // Set and cleared under wmtx_, by the strand.
+  std::atomic<uint64_t> writes_through_{0}; // Written under wmtx_; read by the status page.
 };
 
 } // namespace broker::internal

@@ -514,7 +514,7 @@ std::vector<peer_record> peer_manager::peers() const {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   for (auto& [id, c] : impl_->peered)
     result.push_back(peer_record{id, c->address(), c->port(), c->outbound(), c->id(),
-                                 c->secure(), c->counters().load()});
+                                 c->secure(), c->counters().load(), c->writes_through()});
   return result;
 }
 

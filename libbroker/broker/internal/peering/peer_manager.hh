@@ -68,6 +68,7 @@ struct peer_record {
   uint64_t handler = 0;   ///< The id of its handler and source in the core.
   bool secure = false;    ///< TLS (the I/O runtime's mode says which kind).
   control_counts control; ///< Received on this connection so far.
+  uint64_t writes_through = 0; ///< Writes a routing thread made itself (connection.hh).
 };
 
 /// An outgoing peering (peer()) without a live connection right now.
