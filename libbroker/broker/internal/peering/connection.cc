@@ -534,6 +534,7 @@ filter_type connection::checked_filter(const filter_type& requested) {
   if (!access_)
     return requested;
   auto sub = access_->subscribe(requested);
+  disarm_if_checked(); // Before the core routes anything under a filtered prefix.
   tell_access(sub.notices);
   return security::connection_access::to_filter(sub.granted);
 }
@@ -561,6 +562,7 @@ void connection::check_access() {
     do_unpeer("identity revoked by a reload of the rules");
     return;
   }
+  disarm_if_checked();
   if (!res.sub.changed)
     return;
   tell_access(res.sub.notices);
@@ -581,8 +583,8 @@ void connection::send_raw(std::string bytes) {
   write_more();
 }
 
-void connection::append_data(const send_item& item) {
-  if (access_ && !access_->may_receive(item.msg.topic()))
+void connection::append_data(const send_item& item, bool check) {
+  if (check && access_ && !access_->may_receive(item.msg.topic()))
     return; // Under a filtered subscription; counted as a refused delivery.
   const auto& bytes = item.msg.impl().binary(); // Encoded once, shared by all peers.
   if (bytes.empty())
@@ -674,6 +676,11 @@ bool connection::write_through() {
   std::unique_lock<std::recursive_mutex> guard{wmtx_, std::try_to_lock};
   if (!guard.owns_lock() || !direct_ok_.load(std::memory_order_relaxed))
     return false; // The strand (or another routing thread) writes now; it will take ours.
+  if (access_ && mgr_->access->policy().generation() != through_generation_) {
+    // Rules reloaded since the strand armed this: it applies them first.
+    direct_ok_.store(false, std::memory_order_relaxed);
+    return false;
+  }
   // A write the strand would hold (should_hold(): a stream, not an exchange) is its to hold.
   auto delay = mgr_->write_delay;
   if (delay.count() > 0 && !heard_.load(std::memory_order_relaxed)
@@ -693,7 +700,7 @@ bool connection::write_through() {
       gather_.copy(frame);
     }
     for (auto& item : batch_)
-      append_data(item);
+      append_data(item, false); // Armed only while no delivery needs a check.
     if (!batch_.empty()) {
       last_write_ = std::chrono::steady_clock::now();
       heard_.store(false, std::memory_order_relaxed);
@@ -714,8 +721,18 @@ bool connection::write_through() {
 void connection::arm_write_through() {
   // On the strand, under wmtx_, with nothing in flight and no control frame waiting.
   if (attached_ && !closing_ && !closed_ && !probing_ && !close_after_write_ && out_
-      && ctrl_.empty() && !conn_.secure())
+      && ctrl_.empty() && !conn_.secure() && (!access_ || access_->delivers_unchecked())) {
+    if (access_)
+      through_generation_ = access_->checks().generation();
     direct_ok_.store(true, std::memory_order_release);
+  }
+}
+
+void connection::disarm_if_checked() {
+  if (!access_ || access_->delivers_unchecked())
+    return;
+  std::lock_guard<std::recursive_mutex> guard{wmtx_}; // After a write-through in progress.
+  direct_ok_.store(false, std::memory_order_relaxed);
 }
 
 void connection::write_more() {

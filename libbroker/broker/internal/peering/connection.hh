@@ -34,7 +34,12 @@
 //     strand arms this (`direct_ok_`) only while it has nothing in flight, no control
 //     frame waiting, is attached, not probing, not closing; `wmtx_` makes the write path
 //     exclusive: the strand's write loop and closing take it, a routing thread only
-//     tries it (and posts to the strand as before when it cannot have it).
+//     tries it (and posts to the strand as before when it cannot have it). access_ belongs
+//     to the strand: the strand arms write-through only while deliveries need no access
+//     check (no filtered subscription, rules picked up), remembers the rules' generation,
+//     and disarms before a filter that needs checks reaches the core; a routing thread
+//     writes through only while the rules in force still have that generation (one atomic
+//     load) and never touches access_.
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
@@ -189,7 +194,11 @@ private:
   void send_raw(std::string bytes);
   void write_more();
   bool fill_batch();
-  void append_data(const send_item& item);
+  /// `check`: ask access_ whether the item may go (the strand); false: write-through,
+  /// armed only while no delivery needs a check.
+  void append_data(const send_item& item, bool check = true);
+  /// Clears direct_ok_ if deliveries now need access checks (after a subscribe()).
+  void disarm_if_checked();
   void take_pending_data();
 
   // -- closing
@@ -260,6 +269,7 @@ private:
   // because the write loop may close the connection.
   std::recursive_mutex wmtx_;
   std::atomic<bool> direct_ok_{false}; // Set and cleared under wmtx_, by the strand.
+  uint64_t through_generation_ = 0; // Rules generation when armed; under wmtx_.
   std::atomic<uint64_t> writes_through_{0}; // Written under wmtx_; read by the status page.
 };
 
