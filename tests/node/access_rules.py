@@ -35,6 +35,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "lib"))
 
+import brokertest.peer as bp  # noqa: E402
 from brokertest.checks import check, check_eq, run_tests  # noqa: E402
 from brokertest.net import wait_metric  # noqa: E402
 from brokertest.nodes import NODE_TLS, Node, cert, is_status, peer_uri  # noqa: E402
@@ -253,8 +254,75 @@ def test_reload_widens_and_revokes_without_dropping_others(binary):
         check(hub.alive() and spoke.alive(), "both nodes run on")
 
 
+PONG_RULES = """identity.anonymous {
+  publish = ["/pp"]
+  subscribe = ["/pp"]
+%s}
+"""
+
+
+def pong_node(cleanup, tmp, binary, extra_rules=""):
+    """A plain-TCP pong node whose rules cover the anonymous peer, and a raw peer (Broker's
+    pinger) subscribed to /pp."""
+    path = os.path.join(tmp, "rules.conf")
+    write(path, PONG_RULES % extra_rules)
+    node = cleanup.add(Node(binary, ["-m", "pong", "-t", "/pp", "-v",
+                                     "--broker.security.rules-file=" + path],
+                            "pong", metrics=True))
+    peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(), ["/pp"]))
+    node.wait_for(is_status("peer_added", bp.id_text(peer.own_id)), what="peer_added")
+    return node, peer
+
+
+def ping(peer, topic, i):
+    # ("ping", i, "x"), as Broker's broker-node sends it.
+    peer.publish(topic, bp.encode_vector([bp.encode_string("ping"), bp.encode_count(i),
+                                          bp.encode_string("x")]))
+
+
+def next_pong(peer):
+    while True:
+        msg = peer.next_message()
+        if msg["type"] == bp.DATA:
+            return msg["topic"].decode(), msg["payload"]
+
+
+def writes_through(node):
+    items = json.loads(http_get(node.metrics_port, "/v1/status"))["peers"]["items"]
+    check_eq(len(items), 1, "one peer")
+    return items[0].get("writes_through", 0)
+
+
+def test_write_through_to_peers_keeps_to_the_rules(binary):
+    """on plain TCP, where the thread that routes an answer writes it to an idle peer
+    itself: with rules that need no per-delivery check pongs still go through; with a
+    filtered subscription they go through the peer's strand, and a pong under the denied
+    part never reaches the peer"""
+    count = 20
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        node, peer = pong_node(cleanup, tmp, binary)
+        for i in range(count):
+            ping(peer, "/pp", i)
+            check_eq(next_pong(peer)[0], "/pp", "pong %d" % i)
+        through = writes_through(node)
+        check(through >= count // 2, "at least %d of %d pongs written through, got %d"
+              % (count // 2, count, through))
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        node, peer = pong_node(cleanup, tmp, binary, '  deny-subscribe = ["/pp/secret/"]\n')
+        for i in range(count):
+            ping(peer, "/pp/secret/x", i)  # Allowed to publish; its pong is not delivered.
+            ping(peer, "/pp", i)
+            topic, _ = next_pong(peer)
+            check_eq(topic, "/pp", "only pongs on /pp arrive (round %d)" % i)
+        check_eq(writes_through(node), 0, "a filtered peering is written by its strand only")
+        wait_metric(node.metrics_port, 'broker_access_refusals_total{identity="anonymous",'
+                    'rule="deny subscribe \\"/pp/secret/\\"",what="deliver"}',
+                    lambda v: v == count, what="%d pongs refused" % count)
+
+
 if __name__ == "__main__":
     run_tests([test_relayed_messages_are_checked_against_the_peer,
                test_peer_subscriptions_are_narrowed_and_filtered,
                test_unknown_certificate_is_refused_with_a_reason,
-               test_reload_widens_and_revokes_without_dropping_others], limit=100)
+               test_reload_widens_and_revokes_without_dropping_others,
+               test_write_through_to_peers_keeps_to_the_rules], limit=100)

@@ -340,6 +340,22 @@ def test_reload_changes_rules_of_connected_clients(binary):
               "the app client was not dropped")
 
 
+def test_a_refused_delivery_alone_does_not_stall_the_next(binary):
+    """a write batch whose messages were all refused (filtered subscription) leaves the
+    client's queue idle: the next allowed message arrives without waiting for another"""
+    with Cleanup() as cleanup, tempfile.TemporaryDirectory() as tmp:
+        node, path = start(cleanup, tmp, binary=binary)
+        app = cleanup.add(connect(node.ws_port, ["/app/"], token=APP_TOKEN))
+        feeder = cleanup.add(connect(node.ws_port, [], token=FEEDER_TOKEN))
+        for i in range(5):
+            publish(feeder, "/app/secret/s", "x")
+            time.sleep(0.2)  # Alone in the app's next write batch: refused, nothing written.
+            publish(feeder, "/app/after", "x%d" % i)
+            got = messages(app, is_data("/app/after"), timeout=5.0)
+            check_eq(data_topics(got), ["/app/after"], "round %d: the allowed message" % i)
+            time.sleep(0.2)
+
+
 def test_the_anonymous_identity_has_a_configurable_name(binary):
     """anonymous-identity names the identity of clients without credentials: its rules
     apply, refusals and the metrics name it; without rules for it, it may do nothing"""
@@ -383,5 +399,6 @@ if __name__ == "__main__":
                test_subscriptions_are_narrowed_refused_and_filtered,
                test_wrong_tokens_and_certificates_are_refused_with_a_reason,
                test_reload_changes_rules_of_connected_clients,
-               test_the_anonymous_identity_has_a_configurable_name],
+               test_the_anonymous_identity_has_a_configurable_name,
+               test_a_refused_delivery_alone_does_not_stall_the_next],
               limit=90)

@@ -650,21 +650,30 @@ bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
   if (out_ && attached_ && !closing_ && !probing_) {
-    std::optional<filter_type> announcement;
-    if (!out_->take(batch_, announcement)) {
-      finish_close(peer_end::removed, "send buffer overflow");
-      return false;
-    }
-    if (announcement) {
-      std::string frame;
-      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
-      gather_.copy(frame);
-    }
-    for (auto& item : batch_)
-      append_data(item);
-    if (!batch_.empty()) {
-      last_write_ = std::chrono::steady_clock::now();
-      heard_ = false;
+    for (;;) {
+      std::optional<filter_type> announcement;
+      if (!out_->take(batch_, announcement)) {
+        finish_close(peer_end::removed, "send buffer overflow");
+        return false;
+      }
+      if (announcement) {
+        std::string frame;
+        wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
+        gather_.copy(frame);
+      }
+      auto before = gather_.size();
+      for (auto& item : batch_)
+        append_data(item);
+      if (gather_.size() > before) {
+        last_write_ = std::chrono::steady_clock::now();
+        heard_ = false;
+      }
+      if (batch_.empty() || !gather_.empty())
+        break;
+      // Every message was dropped (refused by a filtered subscription, or unencodable):
+      // take again, so that the queue sees an empty take and counts us idle. Otherwise its
+      // next push would not wake us, and that message would wait for the one after it.
+      batch_.clear();
     }
   }
   return !gather_.empty();

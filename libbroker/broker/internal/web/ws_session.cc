@@ -460,23 +460,31 @@ bool ws_session::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
   if (phase_ == phase::attached && out_ && !close_pending_ && !close_sent_) {
-    std::optional<filter_type> unused;
-    if (!out_->take(batch_, unused)) {
-      // The queue closed: the core removed us, or we overflowed under `disconnect`.
-      if (out_->overflowed()) {
-        gather_.copy(ws::make_frame(
-          ws::opcode::text,
-          json::make_error("backpressure_overflow",
-                           "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
-                             + " messages; disconnecting")));
-        close_with(ws::close_normal, "backpressure overflow");
-      } else {
-        close_with(ws::close_normal, "EOF");
+    for (;;) {
+      std::optional<filter_type> unused;
+      bool open = out_->take(batch_, unused);
+      if (!open) {
+        // The queue closed: the core removed us, or we overflowed under `disconnect`.
+        if (out_->overflowed()) {
+          gather_.copy(ws::make_frame(
+            ws::opcode::text,
+            json::make_error("backpressure_overflow",
+                             "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
+                               + " messages; disconnecting")));
+          close_with(ws::close_normal, "backpressure overflow");
+        } else {
+          close_with(ws::close_normal, "EOF");
+        }
       }
+      for (auto& msg : batch_)
+        if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
+          gather_.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+      if (!open || batch_.empty() || !gather_.empty())
+        break;
+      // Every message was refused: take again, so that the queue sees an empty take and
+      // counts us idle; otherwise its next push would not wake us.
+      batch_.clear();
     }
-    for (auto& msg : batch_)
-      if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
-        gather_.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     auto [code, reason] = *close_pending_;
