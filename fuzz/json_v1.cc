@@ -9,12 +9,15 @@
 // codec_checks.hh) and re-encodes byte for byte, with the same topic; no reserved topic gets
 // through; decoded values survive the binary codec; a decoded filter re-rendered decodes to
 // the same topics; the reusable decoder answers every message exactly as
-// decode_data_message() does, whatever it decoded before.
+// decode_data_message() does, whatever it decoded before; the single pass (json_fast.cc)
+// and the general path (tokenizer and converter) give the same value or the same error,
+// word for word, at the default nesting limit and at a small one taken from the input.
 
 #include "codec_checks.hh"
 #include "fuzz_common.hh"
 
 #include "broker/internal/codec/json.hh"
+#include "broker/internal/codec/json_internal.hh"
 #include "broker/topic.hh"
 
 using namespace broker;
@@ -290,9 +293,59 @@ void check_filter(std::string_view text) {
 }
 
 bool same_result(const json::decode_result& x, const json::decode_result& y) {
-  return x.status == y.status
+  return x.status == y.status && x.detail == y.detail
          && (x.status != json::decode_status::malformed_json
              || (x.code == y.code && x.line == y.line && x.column == y.column));
+}
+
+/// Equal values that also encode alike (which tells -0.0 from 0.0).
+bool same_value(const std::string& topic1, const data& x, const std::string& topic2,
+                const data& y) {
+  return topic1 == topic2 && x == y
+         && json::encode_data_message(topic1, x) == json::encode_data_message(topic2, y);
+}
+
+// The single pass must take only what the general path accepts, decode it alike, and leave
+// everything else to the general path, so that the public functions answer exactly as the
+// general path alone.
+void check_paths(std::string_view text, size_t max_depth) {
+  auto why = [&](std::string_view what) {
+    return std::string{what} + " (max_depth " + std::to_string(max_depth) + "): "
+           + std::string{text};
+  };
+  std::string general_topic;
+  data general_value;
+  std::vector<json::detail::token> tape;
+  auto general = json::detail::general_data_message(text, general_topic, general_value,
+                                                    max_depth, tape);
+  std::string topic;
+  data value;
+  std::vector<data> stack;
+  if (json::detail::fast_data_message(text, topic, value, max_depth, stack)) {
+    FUZZ_CHECK_MSG(general, why("the single pass took a message the general path rejects"));
+    FUZZ_CHECK_MSG(same_value(topic, value, general_topic, general_value),
+                   why("the paths decoded different messages"));
+  }
+  auto res = json::decode_data_message(text, topic, value, max_depth);
+  FUZZ_CHECK_MSG(same_result(res, general), why("the paths answered differently"));
+  if (res && general)
+    FUZZ_CHECK_MSG(same_value(topic, value, general_topic, general_value),
+                   why("the paths decoded different messages"));
+  data value1;
+  data value2;
+  auto res1 = json::decode(text, value1, max_depth);
+  auto res2 = json::detail::general_decode(text, value2, max_depth);
+  FUZZ_CHECK_MSG(same_result(res1, res2), why("decode() answered differently"));
+  if (res1 && res2)
+    FUZZ_CHECK_MSG(same_value({}, value1, {}, value2), why("decode() decoded differently"));
+  auto filter1 = json::decode_filter(text, max_depth);
+  auto filter2 = json::detail::general_filter(text, max_depth);
+  FUZZ_CHECK_MSG(filter1.has_value() == filter2.has_value(), why("filters differ"));
+  if (filter1 && filter2)
+    FUZZ_CHECK_MSG(*filter1 == *filter2, why("filters differ"));
+  else if (!filter1 && !filter2)
+    FUZZ_CHECK_MSG(filter1.error_value().message() == filter2.error_value().message(),
+                   why("filter errors differ"));
 }
 
 // One decoder for a whole session: its reused token tape must never leak from one message
@@ -342,5 +395,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_value(text);
   check_filter(text);
   check_session(text);
+  check_paths(text, json::default_max_depth);
+  if (!text.empty())
+    check_paths(text, static_cast<uint8_t>(text.back()) % 8); // small limits, 0 included
   return 0;
 }

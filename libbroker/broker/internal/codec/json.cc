@@ -3,6 +3,7 @@
 // (§6.8). Section numbers here and in json.hh are those of doc/protocol/websocket.md.
 
 #include "broker/internal/codec/json.hh"
+#include "broker/internal/codec/json_internal.hh"
 
 #include <array>
 #include <cstring>
@@ -19,29 +20,6 @@ using namespace detail;
 
 /// Initial tape capacity per input byte (a typical message has one token per ~8 bytes).
 constexpr size_t bytes_per_token_estimate = 8;
-
-constexpr uint64_t low_bit_mask = 0x0101010101010101ull;
-constexpr uint64_t high_bit_mask = 0x8080808080808080ull;
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "read_string() finds bytes in little-endian words");
-
-/// Non-zero if one of the eight bytes of `word` equals `byte` (SWAR).
-constexpr uint64_t has_byte(uint64_t word, uint8_t byte) noexcept {
-  auto x = word ^ (low_bit_mask * byte);
-  return (x - low_bit_mask) & ~x & high_bit_mask;
-}
-
-bool is_digit(char c) noexcept {
-  return c >= '0' && c <= '9';
-}
-
-bool is_hex_digit(char c) noexcept {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-bool is_whitespace(char c) noexcept {
-  // CR is allowed too [fix]: Broker's parser rejects CRLF-formatted JSON (§5.2).
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 
 /// Validates the JSON syntax of the whole input and records its tokens (see json.hh).
 class tokenizer {
@@ -108,7 +86,7 @@ private:
   bool at_end() const noexcept { return pos_ >= in_.size(); }
 
   void skip_whitespace() noexcept {
-    while (!at_end() && is_whitespace(in_[pos_]))
+    while (!at_end() && is_json_whitespace(in_[pos_]))
       ++pos_;
   }
 
@@ -174,7 +152,7 @@ private:
         ok = read_literal("inf", token_kind::pos_inf, pos_);
         break;
       default:
-        if (c == '-' || is_digit(c))
+        if (c == '-' || is_json_digit(c))
           ok = read_number();
         else
           fail(pec::unexpected_character, pos_);
@@ -223,67 +201,12 @@ private:
     ++pos_; // opening quote
     auto begin = pos_;
     uint8_t flags = 0;
-    uint8_t high_bits = 0;
-    for (;;) {
-      // Eight bytes at a time: the lowest flagged byte of has_byte() is exactly the first
-      // quote or backslash (later flags may be false), so even a short string ends after
-      // one word. The last few bytes of the input go byte by byte.
-      while (pos_ + 8 <= in_.size()) {
-        uint64_t word;
-        std::memcpy(&word, in_.data() + pos_, 8);
-        auto stop = has_byte(word, '"') | has_byte(word, '\\');
-        if (stop != 0) {
-          auto n = static_cast<size_t>(__builtin_ctzll(stop) / 8); // Little endian.
-          auto before = n == 0 ? 0 : word & (~uint64_t{0} >> (64 - 8 * n));
-          high_bits |= (before & high_bit_mask) != 0 ? 0x80 : 0;
-          pos_ += n;
-          break;
-        }
-        high_bits |= (word & high_bit_mask) != 0 ? 0x80 : 0;
-        pos_ += 8;
-      }
-      while (!at_end() && in_[pos_] != '"' && in_[pos_] != '\\')
-        high_bits |= static_cast<uint8_t>(in_[pos_++]);
-      if (at_end()) {
-        fail(pec::unexpected_eof, pos_);
-        return false;
-      }
-      if (in_[pos_] == '"')
-        break;
-      flags |= flag_escaped;
-      ++pos_;
-      if (at_end()) {
-        fail(pec::unexpected_eof, pos_);
-        return false;
-      }
-      switch (in_[pos_]) {
-        case '"':
-        case '\\':
-        case '/':
-        case 'b':
-        case 'f':
-        case 'n':
-        case 'r':
-        case 't':
-        case 'v': // Broker accepts \v; we do too (§6.3).
-          ++pos_;
-          break;
-        case 'u':
-          ++pos_;
-          for (int i = 0; i < 4; ++i, ++pos_) {
-            if (at_end() || !is_hex_digit(in_[pos_])) {
-              fail_here();
-              return false;
-            }
-          }
-          break;
-        default:
-          fail(pec::unexpected_character, pos_);
-          return false;
-      }
+    auto res = scan_string(in_, pos_, flags);
+    if (!res.ok) {
+      fail(res.code, res.pos);
+      return false;
     }
-    if (high_bits & 0x80)
-      flags |= flag_non_ascii;
+    pos_ = res.pos;
     push_token(begin, pos_ - begin, token_kind::string, flags);
     ++pos_; // closing quote
     return true;
@@ -301,70 +224,26 @@ private:
     return true;
   }
 
-  bool read_digits() {
-    if (at_end() || !is_digit(in_[pos_])) {
-      fail_here();
-      return false;
-    }
-    while (!at_end() && is_digit(in_[pos_]))
-      ++pos_;
-    return true;
-  }
-
   bool read_number() {
     auto start = pos_;
-    uint8_t flags = flag_integral;
-    if (in_[pos_] == '-') {
-      flags |= flag_negative;
-      ++pos_;
-      if (!at_end() && in_[pos_] == 'I')
+    if (in_[pos_] == '-' && pos_ + 1 < in_.size()) {
+      if (in_[pos_ + 1] == 'I') {
+        ++pos_;
         return read_literal("Infinity", token_kind::neg_inf, start);
-      if (!at_end() && in_[pos_] == 'i')
+      }
+      if (in_[pos_ + 1] == 'i') {
+        ++pos_;
         return read_literal("inf", token_kind::neg_inf, start);
-    }
-    if (at_end() || !is_digit(in_[pos_])) {
-      fail_here();
-      return false;
-    }
-    // Broker's parser reports integer tokens beyond the 64-bit ranges as syntax errors at
-    // the first digit that does not fit; remember where that happens.
-    auto limit = (flags & flag_negative) ? max_negative_magnitude
-                                         : std::numeric_limits<uint64_t>::max();
-    auto overflow_at = std::string_view::npos;
-    if (in_[pos_] == '0') {
-      ++pos_;
-    } else {
-      uint64_t magnitude = 0;
-      for (; !at_end() && is_digit(in_[pos_]); ++pos_) {
-        auto digit = static_cast<uint64_t>(in_[pos_] - '0');
-        if (overflow_at != std::string_view::npos)
-          continue;
-        if (magnitude > (limit - digit) / 10)
-          overflow_at = pos_;
-        else
-          magnitude = magnitude * 10 + digit;
       }
     }
-    if (!at_end() && in_[pos_] == '.') {
-      flags &= ~flag_integral;
-      ++pos_;
-      if (!read_digits())
-        return false;
-    }
-    if (!at_end() && (in_[pos_] == 'e' || in_[pos_] == 'E')) {
-      flags &= ~flag_integral;
-      ++pos_;
-      if (!at_end() && (in_[pos_] == '+' || in_[pos_] == '-'))
-        ++pos_;
-      if (!read_digits())
-        return false;
-    }
-    if ((flags & flag_integral) && overflow_at != std::string_view::npos) {
-      fail((flags & flag_negative) ? pec::integer_underflow : pec::integer_overflow,
-           overflow_at);
+    number_scan num;
+    auto res = scan_number(in_, pos_, num);
+    if (!res.ok) {
+      fail(res.code, res.pos);
       return false;
     }
-    push_token(start, pos_ - start, token_kind::number, flags);
+    pos_ = res.pos;
+    push_token(start, pos_ - start, token_kind::number, num.flags);
     return true;
   }
 
@@ -430,7 +309,7 @@ public:
   bool fixed_digits(size_t n, int& out) noexcept {
     out = 0;
     for (size_t i = 0; i < n; ++i, ++pos_) {
-      if (at_end() || !is_digit(str_[pos_]))
+      if (at_end() || !is_json_digit(str_[pos_]))
         return false;
       out = out * 10 + (str_[pos_] - '0');
     }
@@ -440,7 +319,7 @@ public:
   /// Reads a (possibly empty) run of decimal digits.
   std::string_view digits() noexcept {
     auto begin = pos_;
-    while (!at_end() && is_digit(str_[pos_]))
+    while (!at_end() && is_json_digit(str_[pos_]))
       ++pos_;
     return str_.substr(begin, pos_ - begin);
   }

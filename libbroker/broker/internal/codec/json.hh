@@ -15,13 +15,23 @@
 // error, with an iterative parser (no recursion proportional to the input), a nesting limit,
 // and allocations bounded by a small multiple of the input size.
 //
-// Decoding runs in two stages, in the order Broker checks (§8):
-// 1. A tokenizer validates the JSON syntax and writes a flat tape of tokens in which every
-//    container knows where it ends. Syntax errors carry CAF-shaped codes with 1-based
-//    line/column, and integer tokens beyond the 64-bit ranges are syntax errors as in
-//    Broker.
-// 2. A converter walks the tape and builds broker::data directly. The tape lets it find
-//    `@data-type` even when `data` comes first, skipping any subtree in O(1).
+// Decoding takes one of two paths with the same results:
+// - The single pass (json_fast.cc) reads the layout Broker's encoder writes, with any
+//   whitespace: the envelope's members in Broker's order, `@data-type` then `data` in each
+//   value object, `key` then `value` in table entries, unescaped keys. It builds
+//   broker::data directly, dispatching on the type name's length and first byte. Anything
+//   else, and every error, makes it give up without a word.
+// - The general path then decodes the input from the start, in two stages, in the order
+//   Broker checks (§8):
+//   1. A tokenizer validates the JSON syntax and writes a flat tape of tokens in which every
+//      container knows where it ends. Syntax errors carry CAF-shaped codes with 1-based
+//      line/column, and integer tokens beyond the 64-bit ranges are syntax errors as in
+//      Broker.
+//   2. A converter walks the tape and builds broker::data directly. The tape lets it find
+//      `@data-type` even when `data` comes first, skipping any subtree in O(1). It words
+//      every error.
+// Both paths scan strings and numbers with the same functions (json_internal.hh), enforce
+// the same nesting limit and bound their allocations by the input size.
 
 #include "broker/data.hh"
 #include "broker/error.hh"
@@ -215,15 +225,17 @@ decode_result tokenize(std::string_view input, size_t max_depth, std::vector<tok
 } // namespace detail
 
 /// Decodes client data messages one after another, like decode_data_message(), reusing its
-/// token tape: a WebSocket session keeps one, so that steady state allocates nothing per
-/// message beyond the decoded value itself. Owner: one session; not thread-safe.
+/// buffers: a WebSocket session keeps one, so that steady state allocates nothing per
+/// message beyond the decoded value itself (and a topic or string value that does not fit
+/// the capacity `topic` or `value` already has). Owner: one session; not thread-safe.
 class decoder {
 public:
   decode_result data_message(std::string_view text, std::string& topic, data& value,
                              size_t max_depth = default_max_depth);
 
 private:
-  std::vector<detail::token> tape_;
+  std::vector<data> stack_;          ///< The single pass's values awaiting their container.
+  std::vector<detail::token> tape_;  ///< The general path's tokens.
 };
 
 } // namespace broker::internal::json

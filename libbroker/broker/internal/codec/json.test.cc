@@ -1,4 +1,5 @@
 #include "broker/internal/codec/json.hh"
+#include "broker/internal/codec/json.test.hh"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -71,6 +72,7 @@ data enum_val(std::string name) {
 
 /// Decodes a value object that must be valid.
 data decode_ok(std::string_view text) {
+  json::test::check_paths_agree(text);
   data result;
   auto res = json::decode(text, result);
   INFO("input: " << text);
@@ -81,6 +83,7 @@ data decode_ok(std::string_view text) {
 
 /// The §8 context of a data message as message number `n`; "ok" when it decodes.
 std::string context_of(std::string_view text, size_t n = 1) {
+  json::test::check_paths_agree(text);
   std::string topic;
   data value;
   auto res = json::decode_data_message(text, topic, value);
@@ -104,6 +107,7 @@ std::string message(std::string_view type, std::string_view data_json) {
 
 /// The status of decoding `{"@data-type":"<type>","data":<data_json>}`.
 json::decode_status status_of(std::string_view type, std::string_view data_json) {
+  json::test::check_paths_agree(message(type, data_json));
   std::string topic;
   data value;
   return json::decode_data_message(message(type, data_json), topic, value).status;
@@ -114,6 +118,7 @@ std::string reencode(std::string_view type, std::string_view data_json) {
   std::string topic;
   data value;
   auto text = message(type, data_json);
+  json::test::check_paths_agree(text);
   auto res = json::decode_data_message(text, topic, value);
   INFO("input: " << text);
   REQUIRE(res);
@@ -124,6 +129,8 @@ std::string reencode(std::string_view type, std::string_view data_json) {
 void check_round_trip(const data& x) {
   auto text = json::encode(x);
   INFO("value: " << x << "\nencoded: " << text);
+  json::test::check_paths_agree(text);
+  json::test::check_paths_agree(json::encode_data_message("/t", x));
   data y;
   auto res = json::decode(text, y);
   INFO("context: " << (res ? "ok"s : json::error_context(1, res)));
@@ -302,6 +309,12 @@ TEST_CASE("the pretty-printed baseline decodes to the same value", "[json]") {
 }
 
 // -- §10.3 error frames ------------------------------------------------------------------
+
+TEST_CASE("the decoder's two paths agree on the §10.2 messages", "[json]") {
+  // The single pass takes all three spellings (compact, Python's, indented).
+  for (auto text : {all_types_input, all_types_output, std::string_view{all_types_baseline}})
+    CHECK(json::test::check_paths_agree(text));
+}
 
 TEST_CASE("an unknown @data-type yields the error.py frame, then what was wrong", "[json]") {
   auto text = R"({"topic": "/test", "@data-type": "phone", "data": "555-0123"})";
@@ -991,6 +1004,110 @@ TEST_CASE("each maximal invalid UTF-8 subpart becomes one U+FFFD", "[json]") {
     CHECK(is_valid_utf8(bad));
 }
 
+namespace {
+
+/// append_string() written plainly, byte by byte: ASCII by the escaping rules, each run of
+/// bytes >= 0x80 through append_valid_utf8(). The encoder skips plain bytes 16 and 8 at a
+/// time; this is what it must still produce.
+std::string reference_string(std::string_view x) {
+  std::string out = "\"";
+  for (size_t i = 0; i < x.size();) {
+    auto c = static_cast<uint8_t>(x[i]);
+    if (c >= 0x80) {
+      auto end = i;
+      while (end < x.size() && static_cast<uint8_t>(x[end]) >= 0x80)
+        ++end;
+      json::append_valid_utf8(x.substr(i, end - i), out);
+      i = end;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          static constexpr char digits[] = "0123456789abcdef";
+          out += "\\u00";
+          out += digits[c >> 4];
+          out += digits[c & 0x0F];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("the string encoder finds a special byte at every offset", "[json]") {
+  // Lengths around the 16-byte blocks and 8-byte words, each special byte (and plain
+  // bytes at the edges of the classes) at every offset, in plain text and after another
+  // special byte, so that every block, word and overlapping last word is exercised.
+  const std::string_view specials[] = {std::string_view{"\0", 1}, "\x1f", "\"", "\\", "\n",
+                                       "\x80", "\xff", "\xc3\xbc", "\xe2\x82", "\x7f", " ",
+                                       "!", "[", "]"};
+  for (size_t n = 0; n <= 40; ++n) {
+    for (size_t at = 0; at <= n; ++at) {
+      for (auto special : specials) {
+        for (auto lead : {std::string_view{}, std::string_view{"\t"}}) {
+          auto text = std::string(at, 'a') + std::string{lead} + std::string{special}
+                      + std::string(n - at, 'b');
+          std::string out;
+          json::append_string(text, out);
+          INFO("input: " << text.size() << " bytes, special at " << at);
+          CHECK(out == reference_string(text));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the string encoder matches the plain one on random bytes", "[json]") {
+  std::mt19937 rng{20261126};
+  for (int round = 0; round < 20000; ++round) {
+    std::string text(rng() % 70, 'x');
+    // Mostly printable ASCII, sometimes any byte: runs of plain text with specials.
+    for (auto& c : text)
+      c = rng() % 8 == 0 ? static_cast<char>(rng()) : static_cast<char>(0x20 + rng() % 0x5f);
+    std::string out = "prefix";
+    json::append_string(text, out);
+    CHECK(out == "prefix" + reference_string(text));
+  }
+}
+
+TEST_CASE("encodings reserve their size once and match on every shape", "[json]") {
+  // The size hint must never change the bytes: encode into a fresh string, into one with
+  // text already in it, and into one with ample capacity.
+  std::vector<data> xs{data{}, data{true}, data{count{7}}, data{integer{-3}}, data{0.25},
+                       data{std::string(100, 'q')}, data{enum_value{"tcp"}},
+                       data{vector{data{1u}, data{vector{data{"x"}, data{set{data{2u}}}}}}},
+                       data{table{{data{"k"}, data{vector{}}}, {data{1u}, data{table{}}}}}};
+  for (const auto& x : xs) {
+    auto fresh = json::encode_data_message("/t", x);
+    std::string appended = "head";
+    json::encode_data_message("/t", x, appended);
+    CHECK(appended == "head" + fresh);
+    std::string roomy;
+    roomy.reserve(4096);
+    json::encode_data_message("/t", x, roomy);
+    CHECK(roomy == fresh);
+    std::string topic;
+    data back;
+    REQUIRE(json::decode_data_message(fresh, topic, back));
+    CHECK(back == x);
+    // The value object is the message's fields in braces.
+    CHECK("{" + json::encode(x).substr(1) == "{" + fresh.substr(fresh.find("\"@data-type\"")));
+  }
+}
+
 TEST_CASE("enum names are escaped like strings", "[json]") {
   CHECK(json::encode(enum_val("a\"b\n\xff"))
         == "{\"@data-type\":\"enum-value\",\"data\":\"a\\\"b\\n\xef\xbf\xbd\"}");
@@ -1428,6 +1545,7 @@ bool has_sub_ms_timestamp(const data& x) {
 /// Decodes `text` every way; whatever decodes must survive encode then decode.
 void check_total(std::string_view text) {
   INFO("input: " << printable(text));
+  json::test::check_paths_agree(text);
   std::string topic;
   data value;
   auto res = json::decode_data_message(text, topic, value);

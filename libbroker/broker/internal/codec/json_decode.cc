@@ -1,4 +1,5 @@
 #include "broker/internal/codec/json.hh"
+#include "broker/internal/codec/json_internal.hh"
 
 #include "broker/address.hh"
 #include "broker/port.hh"
@@ -71,107 +72,6 @@ void append_raw(std::string_view bytes, bool validate, std::string& out) {
     append_valid_utf8(bytes, out);
   else
     out.append(bytes);
-}
-
-/// Decodes a string body validated by the tokenizer. A `\uXXXX` surrogate pair becomes one
-/// code point; a lone surrogate becomes U+FFFD. With `validate`, invalid UTF-8 in the raw
-/// bytes becomes U+FFFD as well, so every decoded string is valid UTF-8 and re-encodes
-/// unchanged. (A WebSocket text frame cannot carry invalid UTF-8 anyway.)
-void decode_string(std::string_view raw, bool validate, std::string& out) {
-  out.clear();
-  out.reserve(raw.size()); // every escape is at least as long as its decoded form
-  size_t i = 0;
-  while (i < raw.size()) {
-    auto next = raw.find('\\', i);
-    if (next == std::string_view::npos)
-      next = raw.size();
-    append_raw(raw.substr(i, next - i), validate, out);
-    i = next;
-    if (i == raw.size())
-      break;
-    auto c = raw[i + 1];
-    i += 2;
-    switch (c) {
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'v':
-        out += '\v';
-        break;
-      case 'u': {
-        auto cp = read_hex4(raw, i);
-        i += 4;
-        if (is_high_surrogate(cp)) {
-          if (i + 6 <= raw.size() && raw[i] == '\\' && raw[i + 1] == 'u'
-              && is_low_surrogate(read_hex4(raw, i + 2))) {
-            auto low = read_hex4(raw, i + 2);
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-            i += 6;
-          } else {
-            cp = replacement_code_point;
-          }
-        } else if (is_low_surrogate(cp)) {
-          cp = replacement_code_point;
-        }
-        append_utf8(cp, out);
-        break;
-      }
-      default: // '"', '\\' and '/' stand for themselves
-        out += c;
-    }
-  }
-}
-
-/// The double nearest to the number token `text`, rounding like IEEE arithmetic does:
-/// magnitudes beyond DBL_MAX become infinity, tiny ones zero.
-double to_double(std::string_view text) {
-  double result = 0;
-  auto res = std::from_chars(text.data(), text.data() + text.size(), result);
-  if (res.ec != std::errc::result_out_of_range)
-    return result;
-  // from_chars leaves `result` untouched when out of range; decide between overflow and
-  // underflow from the decimal exponent of the first significant digit.
-  auto negative = text.front() == '-';
-  auto body = negative ? text.substr(1) : text;
-  auto exp_pos = body.find_first_of("eE");
-  auto mantissa = body.substr(0, exp_pos);
-  int64_t magnitude = 0; // position of the first significant digit relative to the point
-  auto point = mantissa.find('.');
-  auto int_part = mantissa.substr(0, point);
-  auto first_nonzero = int_part.find_first_not_of('0');
-  if (first_nonzero != std::string_view::npos) {
-    magnitude = static_cast<int64_t>(int_part.size() - first_nonzero);
-  } else if (point != std::string_view::npos) {
-    auto frac = mantissa.substr(point + 1);
-    auto lead = frac.find_first_not_of('0');
-    magnitude = -static_cast<int64_t>(lead == std::string_view::npos ? frac.size() : lead);
-  }
-  if (exp_pos != std::string_view::npos) {
-    auto exp_text = body.substr(exp_pos + 1);
-    auto exp_negative = exp_text.front() == '-';
-    if (exp_text.front() == '-' || exp_text.front() == '+')
-      exp_text.remove_prefix(1);
-    // Saturate: any exponent beyond this bound decides the outcome alone.
-    constexpr int64_t exponent_cap = 1'000'000;
-    int64_t exponent = 0;
-    for (auto ch : exp_text)
-      exponent = std::min(exponent * 10 + (ch - '0'), exponent_cap);
-    magnitude += exp_negative ? -exponent : exponent;
-  }
-  auto value = magnitude > 0 ? std::numeric_limits<double>::infinity() : 0.0;
-  return negative ? -value : value;
 }
 
 /// Longest excerpt of a string or number quoted in an error message.
@@ -606,15 +506,110 @@ decode_result make_result(decode_status status) {
 
 } // namespace
 
-decode_result decode_data_message(std::string_view text, std::string& topic, data& value,
-                                  size_t max_depth) {
-  decoder dec;
-  return dec.data_message(text, topic, value, max_depth);
+// -- token values (json_internal.hh) ----------------------------------------------------
+
+// A WebSocket text frame cannot carry invalid UTF-8 anyway, but the decoder does not know
+// where its input came from.
+void detail::decode_string(std::string_view raw, bool validate, std::string& out) {
+  out.clear();
+  out.reserve(raw.size()); // every escape is at least as long as its decoded form
+  size_t i = 0;
+  while (i < raw.size()) {
+    auto next = raw.find('\\', i);
+    if (next == std::string_view::npos)
+      next = raw.size();
+    append_raw(raw.substr(i, next - i), validate, out);
+    i = next;
+    if (i == raw.size())
+      break;
+    auto c = raw[i + 1];
+    i += 2;
+    switch (c) {
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'u': {
+        auto cp = read_hex4(raw, i);
+        i += 4;
+        if (is_high_surrogate(cp)) {
+          if (i + 6 <= raw.size() && raw[i] == '\\' && raw[i + 1] == 'u'
+              && is_low_surrogate(read_hex4(raw, i + 2))) {
+            auto low = read_hex4(raw, i + 2);
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            i += 6;
+          } else {
+            cp = replacement_code_point;
+          }
+        } else if (is_low_surrogate(cp)) {
+          cp = replacement_code_point;
+        }
+        append_utf8(cp, out);
+        break;
+      }
+      default: // '"', '\\' and '/' stand for themselves
+        out += c;
+    }
+  }
 }
 
-decode_result decoder::data_message(std::string_view text, std::string& topic, data& value,
-                                    size_t max_depth) {
-  auto& tape = tape_;
+double detail::to_double(std::string_view text) {
+  double result = 0;
+  auto res = std::from_chars(text.data(), text.data() + text.size(), result);
+  if (res.ec != std::errc::result_out_of_range)
+    return result;
+  // from_chars leaves `result` untouched when out of range; decide between overflow and
+  // underflow from the decimal exponent of the first significant digit.
+  auto negative = text.front() == '-';
+  auto body = negative ? text.substr(1) : text;
+  auto exp_pos = body.find_first_of("eE");
+  auto mantissa = body.substr(0, exp_pos);
+  int64_t magnitude = 0; // position of the first significant digit relative to the point
+  auto point = mantissa.find('.');
+  auto int_part = mantissa.substr(0, point);
+  auto first_nonzero = int_part.find_first_not_of('0');
+  if (first_nonzero != std::string_view::npos) {
+    magnitude = static_cast<int64_t>(int_part.size() - first_nonzero);
+  } else if (point != std::string_view::npos) {
+    auto frac = mantissa.substr(point + 1);
+    auto lead = frac.find_first_not_of('0');
+    magnitude = -static_cast<int64_t>(lead == std::string_view::npos ? frac.size() : lead);
+  }
+  if (exp_pos != std::string_view::npos) {
+    auto exp_text = body.substr(exp_pos + 1);
+    auto exp_negative = exp_text.front() == '-';
+    if (exp_text.front() == '-' || exp_text.front() == '+')
+      exp_text.remove_prefix(1);
+    // Saturate: any exponent beyond this bound decides the outcome alone.
+    constexpr int64_t exponent_cap = 1'000'000;
+    int64_t exponent = 0;
+    for (auto ch : exp_text)
+      exponent = std::min(exponent * 10 + (ch - '0'), exponent_cap);
+    magnitude += exp_negative ? -exponent : exponent;
+  }
+  auto value = magnitude > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return negative ? -value : value;
+}
+
+// -- the general path ---------------------------------------------------------------------
+
+decode_result detail::general_data_message(std::string_view text, std::string& topic,
+                                           data& value, size_t max_depth,
+                                           std::vector<token>& tape) {
   tape.clear();
   auto result = tokenize(text, max_depth, tape);
   if (!result)
@@ -642,7 +637,7 @@ decode_result decoder::data_message(std::string_view text, std::string& topic, d
   return result;
 }
 
-decode_result decode(std::string_view text, data& value, size_t max_depth) {
+decode_result detail::general_decode(std::string_view text, data& value, size_t max_depth) {
   std::vector<token> tape;
   auto result = tokenize(text, max_depth, tape);
   if (!result)
@@ -660,7 +655,8 @@ decode_result decode(std::string_view text, data& value, size_t max_depth) {
   return result;
 }
 
-expected<std::vector<std::string>> decode_filter(std::string_view text, size_t max_depth) {
+expected<std::vector<std::string>> detail::general_filter(std::string_view text,
+                                                          size_t max_depth) {
   auto not_a_filter = [](const std::string& why) {
     return expected<std::vector<std::string>>{
       ec::deserialization_failed,
@@ -682,6 +678,41 @@ expected<std::vector<std::string>> decode_filter(std::string_view text, size_t m
     conv.string_at(index, result.emplace_back());
   }
   return result;
+}
+
+// -- public entry points: the single pass, else the general path ----------------------------
+
+decode_result decode_data_message(std::string_view text, std::string& topic, data& value,
+                                  size_t max_depth) {
+  decoder dec;
+  return dec.data_message(text, topic, value, max_depth);
+}
+
+decode_result decoder::data_message(std::string_view text, std::string& topic, data& value,
+                                    size_t max_depth) {
+  if (fast_data_message(text, topic, value, max_depth, stack_))
+    return decode_result{};
+  auto result = general_data_message(text, topic, value, max_depth, tape_);
+  // The general path is for unusual messages now: a session need not keep the tape of a
+  // large one (16 bytes per token) until it ends.
+  constexpr size_t max_retained_tokens = 1024;
+  if (tape_.capacity() > max_retained_tokens)
+    std::vector<token>{}.swap(tape_);
+  return result;
+}
+
+decode_result decode(std::string_view text, data& value, size_t max_depth) {
+  std::vector<data> stack;
+  if (fast_decode(text, value, max_depth, stack))
+    return decode_result{};
+  return general_decode(text, value, max_depth);
+}
+
+expected<std::vector<std::string>> decode_filter(std::string_view text, size_t max_depth) {
+  std::vector<std::string> result;
+  if (fast_filter(text, max_depth, result))
+    return result;
+  return general_filter(text, max_depth);
 }
 
 } // namespace broker::internal::json

@@ -8,6 +8,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace broker::internal::json {
 
@@ -57,6 +61,64 @@ size_t valid_utf8_prefix(std::string_view str, size_t& char_len) noexcept {
   return n;
 }
 
+/// The lowest flagged byte of the result (bit 7 of each byte) is the first byte of `w` that
+/// append_string() must look at: a control character, '"', '\\' or a byte >= 0x80 (SWAR;
+/// flags above it may be false, never below).
+constexpr uint64_t special_bytes(uint64_t w) noexcept {
+  constexpr uint64_t ones = 0x0101010101010101ull;
+  constexpr uint64_t high = 0x8080808080808080ull;
+  auto quote = w ^ (ones * '"');
+  auto backslash = w ^ (ones * '\\');
+  auto below_space = (w - ones * 0x20) & ~w;
+  auto is_quote = (quote - ones) & ~quote;
+  auto is_backslash = (backslash - ones) & ~backslash;
+  return (below_space | is_quote | is_backslash | w) & high;
+}
+
+/// True for the bytes append_string() copies as they are.
+constexpr bool is_plain(char ch) noexcept {
+  auto c = static_cast<uint8_t>(ch);
+  return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/// The first position from `i` on of a byte that append_string() must look at (or one
+/// that may be; the caller checks each byte it stops at), or the end. 16 bytes at a time
+/// with SSE2, then 8 in a word, the last few in one overlapping word.
+size_t skip_plain(std::string_view str, size_t i) noexcept {
+  auto size = str.size();
+  auto data = str.data();
+#if defined(__SSE2__)
+  // A signed compare below 0x20 finds the control characters and the bytes >= 0x80
+  // (negative); two more the quote and the backslash.
+  for (; size - i >= 16; i += 16) {
+    auto chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+    auto special = _mm_or_si128(_mm_cmplt_epi8(chunk, _mm_set1_epi8(0x20)),
+                                _mm_or_si128(_mm_cmpeq_epi8(chunk, _mm_set1_epi8('"')),
+                                             _mm_cmpeq_epi8(chunk, _mm_set1_epi8('\\'))));
+    if (auto mask = static_cast<unsigned>(_mm_movemask_epi8(special)); mask != 0)
+      return i + static_cast<size_t>(__builtin_ctz(mask));
+  }
+#endif
+  for (; size - i >= 8; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, data + i, 8);
+    if (auto mask = special_bytes(w); mask != 0)
+      return i + static_cast<size_t>(__builtin_ctzll(mask) / 8);
+  }
+  if (i < size && size >= 8) {
+    // The last word, overlapping bytes before `i`, which are ignored (false flags they
+    // may cause above them only make the caller look at a plain byte).
+    auto start = size - 8;
+    uint64_t w;
+    std::memcpy(&w, data + start, 8);
+    auto mask = special_bytes(w) & (~uint64_t{0} << (8 * (i - start)));
+    return mask != 0 ? start + static_cast<size_t>(__builtin_ctzll(mask) / 8) : size;
+  }
+  while (i < size && is_plain(data[i]))
+    ++i;
+  return i;
+}
+
 template <class Integer>
 void append_integer(Integer x, std::string& out) {
   char buf[number_buffer_size];
@@ -71,13 +133,79 @@ void append_quoted(const std::string& str, std::string& out) {
   out += '"';
 }
 
-void encode_fields(const data& x, std::string& out);
+/// `{"@data-type":"<T>","data":` of each type, indexed by data::type: one append per
+/// value object instead of four.
+constexpr std::string_view object_prefixes[] = {
+  R"({"@data-type":"none","data":)",      R"({"@data-type":"boolean","data":)",
+  R"({"@data-type":"count","data":)",     R"({"@data-type":"integer","data":)",
+  R"({"@data-type":"real","data":)",      R"({"@data-type":"string","data":)",
+  R"({"@data-type":"address","data":)",   R"({"@data-type":"subnet","data":)",
+  R"({"@data-type":"port","data":)",      R"({"@data-type":"timestamp","data":)",
+  R"({"@data-type":"timespan","data":)",  R"({"@data-type":"enum-value","data":)",
+  R"({"@data-type":"set","data":)",       R"({"@data-type":"table","data":)",
+  R"({"@data-type":"vector","data":)",
+};
 
-void encode_object(const data& x, std::string& out) {
-  out += '{';
-  encode_fields(x, out);
-  out += '}';
+static_assert(std::size(object_prefixes) == std::variant_size_v<data::variant_type>);
+
+std::string_view object_prefix(const data& x) noexcept {
+  return object_prefixes[static_cast<size_t>(x.get_type())];
 }
+
+/// About the size of `{"@data-type":"<T>","data":<V>}` for `x` (exact for most values,
+/// short by the escapes of strings), so that an encoding reserves its memory once instead
+/// of growing by doubling. Recursive like the encoder itself.
+size_t object_size_hint(const data& x) noexcept;
+
+/// About the size of the `<V>` of `x`.
+size_t value_size_hint(const data& x) noexcept {
+  using t = data::type;
+  switch (x.get_type()) {
+    case t::none:
+      return 2;
+    case t::boolean:
+      return 5;
+    case t::count:
+    case t::integer:
+    case t::real:
+    case t::port:
+      return 24;
+    case t::string:
+      return std::get<std::string>(x.get_data()).size() + 2;
+    case t::enum_value:
+      return std::get<enum_value>(x.get_data()).name.size() + 2;
+    case t::address:
+    case t::subnet:
+    case t::timestamp:
+    case t::timespan:
+      return 48;
+    case t::set: {
+      size_t n = 2;
+      for (const auto& y : std::get<broker::set>(x.get_data()))
+        n += object_size_hint(y) + 1;
+      return n;
+    }
+    case t::table: {
+      size_t n = 2;
+      for (const auto& [key, value] : std::get<broker::table>(x.get_data()))
+        n += object_size_hint(key) + object_size_hint(value) + 20;
+      return n;
+    }
+    case t::vector: {
+      size_t n = 2;
+      for (const auto& y : std::get<broker::vector>(x.get_data()))
+        n += object_size_hint(y) + 1;
+      return n;
+    }
+  }
+  return 0;
+}
+
+size_t object_size_hint(const data& x) noexcept {
+  return object_prefix(x).size() + value_size_hint(x) + 1;
+}
+
+void encode_object(const data& x, std::string& out);
 
 struct value_encoder {
   std::string& out;
@@ -128,10 +256,14 @@ struct value_encoder {
   }
 };
 
+void encode_object(const data& x, std::string& out) {
+  out += object_prefix(x);
+  std::visit(value_encoder{out}, x.get_data());
+  out += '}';
+}
+
 void encode_fields(const data& x, std::string& out) {
-  out += "\"@data-type\":\"";
-  out += broker::to_string(x.get_type());
-  out += "\",\"data\":";
+  out += object_prefix(x).substr(1); // without the '{'
   std::visit(value_encoder{out}, x.get_data());
 }
 
@@ -165,8 +297,11 @@ void append_string(std::string_view str, std::string& out) {
   size_t run_start = 0; // bytes in [run_start, i) are copied verbatim
   auto flush = [&] { out.append(str.data() + run_start, i - run_start); };
   while (i < str.size()) {
+    i = skip_plain(str, i);
+    if (i == str.size())
+      break;
     auto c = static_cast<uint8_t>(str[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+    if (is_plain(str[i])) {
       ++i;
       continue;
     }
@@ -239,6 +374,7 @@ void append_real(double x, std::string& out) {
 }
 
 void encode(const data& x, std::string& out) {
+  out.reserve(out.size() + object_size_hint(x));
   encode_object(x, out);
 }
 
@@ -249,6 +385,8 @@ std::string encode(const data& x) {
 }
 
 void encode_data_message(std::string_view topic, const data& x, std::string& out) {
+  // {"type":"data-message","topic":"", then the fields; the object's braces are counted.
+  out.reserve(out.size() + 33 + topic.size() + object_size_hint(x));
   out += "{\"type\":\"data-message\",\"topic\":";
   append_string(topic, out);
   out += ',';

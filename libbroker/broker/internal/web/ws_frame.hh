@@ -12,8 +12,9 @@
 //      is a view into the reader's buffer, valid until the next prepare(): so a batch of
 //      complete messages is decoded straight from the buffer the socket filled, without
 //      copying. Only a fragmented message is assembled in a second buffer.
-//   3. Payloads are unmasked in place. Unmasked client frames are accepted (Broker does);
-//      server frames are never masked.
+//   3. Payloads are unmasked in place, and the same pass notes whether any byte is >= 0x80:
+//      an all-ASCII text message needs no UTF-8 validation. Unmasked client frames are
+//      accepted (Broker does) and always validated; server frames are never masked.
 // Binary messages are accepted like text ones (Zeek's server does; zeek-websocket-rs sends
 // all its JSON in binary frames), without the UTF-8 rule.
 // The reader checks what RFC 6455 requires of a server: reserved bits and opcodes, control
@@ -128,6 +129,7 @@ private:
   std::string fragments_; // A fragmented message under assembly.
   bool in_message_ = false;
   bool message_binary_ = false; ///< The fragmented message began with a binary frame.
+  bool fragments_non_ascii_ = false; ///< A byte >= 0x80 (or an unmasked frame) in it.
   bool failed_ = false;
   uint16_t fail_code_ = 0;
   std::string fail_reason_;

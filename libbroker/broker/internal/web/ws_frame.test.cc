@@ -317,3 +317,77 @@ TEST_CASE("UTF-8 validation follows RFC 3629", "[ws_frame]") {
   CHECK_FALSE(ws::is_valid_utf8("\xE0\x80\xAF")); // overlong
   CHECK_FALSE(ws::is_valid_utf8("\xF8\x88\x80\x80\x80"));
 }
+
+TEST_CASE("unmasking is exact at every length and key phase", "[ws_frame]") {
+  // The reader unmasks 16 bytes at a time with an overlapping last block; every length
+  // around the block sizes, every byte value and a key with all four bytes distinct.
+  std::mt19937 rng{7};
+  for (size_t n = 0; n <= 80; ++n) {
+    std::string payload(n, '\0');
+    for (auto& c : payload)
+      c = static_cast<char>(rng() % 0x80); // ASCII
+    for (auto key : {std::string_view{"\x11\x22\x33\x44", 4},
+                     std::string_view{"\xA5\x00\xFF\x3C", 4}}) {
+      auto evs = read_all(client_frame(0x82, payload, key) + client_frame(0x81, payload, key));
+      REQUIRE(evs.size() == 2);
+      CHECK(evs[0].payload == payload);
+      CHECK(evs[1].kind == ws::event::text);
+      CHECK(evs[1].payload == payload);
+    }
+  }
+}
+
+TEST_CASE("a non-ASCII byte anywhere in a masked text message is validated", "[ws_frame]") {
+  // An all-ASCII message skips UTF-8 validation; one byte >= 0x80 at any offset (block,
+  // overlapping tail, short tail) must bring it back.
+  for (size_t n = 1; n <= 70; ++n) {
+    for (size_t at = 0; at < n; ++at) {
+      std::string bad(n, 'a');
+      bad[at] = '\xff';
+      auto evs = read_all(text(bad));
+      REQUIRE(evs.size() == 1);
+      CHECK(evs[0].kind == ws::event::fail);
+      CHECK(evs[0].code == ws::close_invalid_payload);
+      if (at + 2 <= n) {
+        std::string good(n, 'a');
+        good[at] = '\xC3'; // U+00FC
+        good[at + 1] = '\xBC';
+        auto ok = read_all(text(good));
+        REQUIRE(ok.size() == 1);
+        CHECK(ok[0].kind == ws::event::text);
+        CHECK(ok[0].payload == good);
+      }
+    }
+  }
+}
+
+TEST_CASE("invalid UTF-8 is found in any fragment and in unmasked frames", "[ws_frame]") {
+  // The bad byte in the first, middle or last fragment; the others ASCII.
+  for (int which = 0; which < 3; ++which) {
+    std::string parts[3] = {std::string(20, 'a'), std::string(5, 'b'), std::string(33, 'c')};
+    parts[which][which] = '\x80';
+    auto evs = read_all(text(parts[0], false) + cont(parts[1], false) + cont(parts[2]));
+    REQUIRE(evs.size() == 1);
+    CHECK(evs[0].kind == ws::event::fail);
+    CHECK(evs[0].code == ws::close_invalid_payload);
+  }
+  // An ASCII fragment after a non-ASCII one does not clear the need to validate.
+  auto evs = read_all(text("\xE2\x82", false) + cont(std::string(40, 'x')));
+  REQUIRE(evs.size() == 1);
+  CHECK(evs[0].kind == ws::event::fail);
+  // Unmasked frames are validated too (they skip the unmasking pass).
+  evs = read_all(client_frame(0x81, std::string(30, 'q') + "\xC0\xAF", ""));
+  REQUIRE(evs.size() == 1);
+  CHECK(evs[0].kind == ws::event::fail);
+  CHECK(evs[0].code == ws::close_invalid_payload);
+}
+
+TEST_CASE("UTF-8 validation finds a bad byte after long ASCII runs", "[ws_frame]") {
+  for (size_t at = 0; at < 48; ++at) {
+    std::string s(48, 'z');
+    s[at] = '\xF5';
+    CHECK_FALSE(ws::is_valid_utf8(s));
+    s[at] = 'z';
+    CHECK(ws::is_valid_utf8(s));
+  }
+}
