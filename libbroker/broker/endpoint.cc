@@ -65,7 +65,8 @@ error reserved_topic(const std::string& name) {
 /// Logs who can reach a new listener and whether anyone is authenticated
 /// (security/exposure.hh); a warning if other hosts can reach it and nobody is.
 void log_exposure(const internal::io_runtime& io, internal::security::service what,
-                  const std::string& address, uint16_t port) {
+                  const std::string& address, uint16_t port,
+                  const internal::security::runtime* access) {
   using internal::security::transport;
   auto how = transport::plain;
   if (what != internal::security::service::metrics) {
@@ -80,10 +81,13 @@ void log_exposure(const internal::io_runtime& io, internal::security::service wh
         break;
     }
   }
-  auto level = internal::security::is_exposed(address, how) ? internal::log_level::warning
-                                                             : internal::log_level::info;
+  bool rules = what != internal::security::service::metrics && access != nullptr
+               && access->policy().current()->enforcing();
+  auto level = internal::security::is_exposed(address, how, rules)
+                 ? internal::log_level::warning
+                 : internal::log_level::info;
   io.get_logger().write(level, "security",
-                        internal::security::exposure_line(what, address, port, how));
+                        internal::security::exposure_line(what, address, port, how, rules));
 }
 
 /// Creates and registers the source of a publisher or hub (its statistics go to the core).
@@ -147,7 +151,7 @@ endpoint::endpoint(configuration cfg) {
   auto ctx = ctx_;
   auto io = std::make_shared<internal::io_runtime>(conf, std::move(lg));
   auto net = std::make_shared<internal::peer_manager>(id, conf, *io, rt,
-                                                      [ctx] { return ctx->next_id(); });
+                                                      [ctx] { return ctx->next_id(); }, sec);
   // The core tells the network what to offer in new handshakes whenever that changes.
   std::weak_ptr<internal::peer_manager> weak_net = net;
   std::weak_ptr<internal::endpoint_context> weak_ctx = ctx_;
@@ -252,6 +256,8 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
   opts.max_subscriptions = conf.web_socket_max_subscriptions();
   opts.max_control_bytes = conf.max_pending_control_bytes();
   opts.ping_interval_ms = internal::read_operations_settings(conf).ping_interval_ms;
+  if (web_socket)
+    opts.access = ctx.security();
   auto srv = internal::http_server::start(*io, rt, [shared] { return shared->next_id(); },
                                           address, port, opts);
   if (!srv)
@@ -262,7 +268,7 @@ expected<uint16_t> start_http(internal::endpoint_context& ctx,
                          "listening on " + internal::address_text(address, bound));
   log_exposure(*io, web_socket ? internal::security::service::web_socket
                                : internal::security::service::metrics,
-               address, bound);
+               address, bound, ctx.security().get());
   ctx.add_server(std::move(*srv));
   return bound;
 }
@@ -372,7 +378,8 @@ expected<uint16_t> endpoint::listen(const std::string& address, uint16_t port) {
     return shutting_down();
   auto result = net->listen(address, port);
   if (auto io = ctx_->io(); result && io)
-    log_exposure(*io, internal::security::service::peering, address, *result);
+    log_exposure(*io, internal::security::service::peering, address, *result,
+                 ctx_->security().get());
   return result;
 }
 

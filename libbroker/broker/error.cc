@@ -60,6 +60,7 @@ constexpr ec_name ec_names[] = {
   {ec::invalid_config, "invalid_config"},
   {ec::invalid_topic, "invalid_topic"},
   {ec::limit_exceeded, "limit_exceeded"},
+  {ec::access_denied, "access_denied"},
 };
 
 } // namespace

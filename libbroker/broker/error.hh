@@ -65,6 +65,7 @@ enum class ec : uint8_t {
   invalid_config = 101,        ///< A configuration value failed validation.
   invalid_topic = 102,         ///< E.g. publishing to a reserved `<$>` topic.
   limit_exceeded = 103,        ///< A connection exceeded a configured budget.
+  access_denied = 104,         ///< Access control refused a publication, subscription or login.
 };
 
 /// The snake_case name of `code`, e.g. "peer_invalid" (the JSON/status spelling).

@@ -69,6 +69,10 @@ struct BROKER_API endpoint_metrics {
   /// been routed here: per-origin order is kept, so a copy that took a slower path (or
   /// outlived a drop on a faster one) is not delivered late. Counted as a loss.
   uint64_t out_of_order = 0;
+  /// Messages from peers and WebSocket clients that access control refused to route
+  /// (doc/security.md): a configured policy, counted per identity and rule in the audit
+  /// counters as well.
+  uint64_t refused = 0;
 
   const handler_kind_metrics& operator[](handler_kind k) const noexcept {
     return kinds[static_cast<size_t>(k)];

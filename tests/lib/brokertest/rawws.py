@@ -53,9 +53,11 @@ def parse_http_response(raw):
     return int(code), reason, headers, body
 
 
-def http_exchange(port, request, timeout=DEFAULT_TIMEOUT, host=LOCALHOST):
-    """Sends raw `request` bytes and returns everything the server sends until it closes."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
+def http_exchange(port, request, timeout=DEFAULT_TIMEOUT, host=LOCALHOST, ssl_context=None):
+    """Sends raw `request` bytes and returns everything the server sends until it closes
+    (over TLS with `ssl_context`)."""
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        s = ssl_context.wrap_socket(raw, server_hostname=host) if ssl_context else raw
         s.sendall(request)
         chunks = []
         while True:
@@ -99,9 +101,10 @@ class RawClient:
     """One WebSocket connection driven frame by frame (see the module comment)."""
 
     def __init__(self, port, path=WEB_SOCKET_PATH, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
-                 extra_headers=(), host=LOCALHOST, early=b""):
+                 extra_headers=(), host=LOCALHOST, early=b"", ssl_context=None):
         """`early` is sent in the same write as the upgrade request, before the answer
-        (e.g. the first frames, as a client that does not wait for the 101 would)."""
+        (e.g. the first frames, as a client that does not wait for the 101 would);
+        `ssl_context` makes it a wss:// client."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             # Before connect(), so that the window scale the kernel offers stays small.
@@ -109,6 +112,8 @@ class RawClient:
         self.timeout = timeout
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
+        if ssl_context is not None:
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
         self.buf = b""
         request, key = upgrade_request(path, extra_headers=extra_headers, host=host)
         self.sock.sendall(request + early)

@@ -5,6 +5,10 @@
 #                             encrypted with the passphrase 12345 (as Broker's btest key.1.enc.pem)
 #   client.pem, client.key    a client certificate from the same CA
 #   intruder.pem, intruder.key  a client certificate from another CA (must be refused)
+#   manager.pem, logger.pem, worker-1.pem, worker-2.pem (and .key)  nodes of a Zeek cluster
+#                             (tests/node/deployments.py, doc/security.md "Examples"): CN
+#                             manager.zeek.example and logger.zeek.example; CN worker-N with
+#                             the SAN DNS:worker-N.zeek.example
 # Test-only keys: they protect nothing. Valid for 100 years, so they never need renewing.
 set -eu
 days=36500
@@ -27,8 +31,14 @@ leaf server "broker test node" ca.pem "$tmp/ca.key" \
   "subjectAltName=IP:127.0.0.1,DNS:localhost"
 leaf client "broker test client" ca.pem "$tmp/ca.key" "extendedKeyUsage=clientAuth"
 leaf intruder "intruder" "$tmp/other-ca.pem" "$tmp/other-ca.key" "extendedKeyUsage=clientAuth"
+# Cluster nodes both dial and accept: no extendedKeyUsage, so TLS clients and servers alike.
+leaf manager "manager.zeek.example" ca.pem "$tmp/ca.key" "subjectAltName=DNS:manager.zeek.example"
+leaf logger "logger.zeek.example" ca.pem "$tmp/ca.key" "subjectAltName=DNS:logger.zeek.example"
+leaf worker-1 "worker-1" ca.pem "$tmp/ca.key" "subjectAltName=DNS:worker-1.zeek.example"
+leaf worker-2 "worker-2" ca.pem "$tmp/ca.key" "subjectAltName=DNS:worker-2.zeek.example"
 
 openssl pkey -in "$tmp/server.key" -aes256 -passout pass:12345 -out server.enc.key
 cp "$tmp/client.key" client.key
 cp "$tmp/intruder.key" intruder.key
+for n in manager logger worker-1 worker-2; do cp "$tmp/$n.key" "$n.key"; done
 rm -f ca.srl

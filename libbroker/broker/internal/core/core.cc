@@ -177,6 +177,13 @@ void core_state::add_client(client_attachment att) {
   emit_status(status{sc::peer_added, ctx, "handshake successful"});
 }
 
+void core_state::update_client_filter(uint64_t id, filter_type filter) {
+  auto* e = find(id);
+  if (e == nullptr || !e->client)
+    return;
+  set_filter(*e, filter);
+}
+
 void core_state::remove_client(uint64_t id, peer_end why, std::string reason) {
   auto* e = find(id);
   if (e == nullptr || !e->client)

@@ -118,6 +118,9 @@ public:
   /// endpoint_discovered and peer_added for the client.
   void add_client(client_attachment att);
 
+  /// Replaces a client's subscriptions (access control granted others after a reload).
+  void update_client_filter(uint64_t id, filter_type filter);
+
   /// Removes a client; emits peer_removed or peer_lost, then endpoint_unreachable.
   void remove_client(uint64_t id, peer_end why, std::string reason);
 

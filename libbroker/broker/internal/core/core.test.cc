@@ -349,3 +349,68 @@ TEST_CASE("a peer hears the local subscriptions, and of a change only the news",
   out->take(items, announced);
   CHECK_FALSE(announced);
 }
+
+namespace {
+
+/// Refuses topics that start with `denied`, recording each question.
+struct test_gate : publish_gate {
+  std::string denied;
+  std::vector<std::pair<std::string, size_t>> asked;
+
+  bool may_publish(std::string_view topic, size_t n) override {
+    asked.emplace_back(std::string{topic}, n);
+    return topic.substr(0, denied.size()) != denied;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a source's publish gate is asked once per run; refused runs are dropped",
+          "[core]") {
+  fixture f;
+  auto q = f.add_sink(1, 100, overflow_policy::block, {"/"});
+  test_gate gate;
+  gate.denied = "/deny";
+  std::vector<data_message> xs;
+  for (int i = 0; i < 3; ++i)
+    xs.emplace_back("/ok", data{i});
+  for (int i = 3; i < 5; ++i)
+    xs.emplace_back("/deny/x", data{i});
+  xs.emplace_back("/ok", data{5});
+  size_t pos = 0;
+  auto res = f.routing->route(route_source{pub_id, source_kind::client, &gate}, xs.data(),
+                              xs.size(), pos);
+  CHECK(res == route_status::done);
+  CHECK(pos == xs.size());
+  CHECK(drain(*q) == std::vector<int>{0, 1, 2, 5});
+  using asked_t = std::vector<std::pair<std::string, size_t>>;
+  CHECK(gate.asked == asked_t{{"/ok", 3}, {"/deny/x", 2}, {"/ok", 1}});
+  auto m = f.core.metrics();
+  CHECK(m.refused == 2);
+  CHECK(m.processed == 4);
+  CHECK(m.unrouted == 0);
+  // Refused even where nobody subscribes; sources without a gate are not asked.
+  std::vector<data_message> ys{data_message{"/deny/nobody", data{6}}};
+  pos = 0;
+  f.routing->route(route_source{pub_id, source_kind::client, &gate}, ys.data(), ys.size(), pos);
+  CHECK(f.core.metrics().refused == 3);
+  CHECK(f.core.metrics().unrouted == 0);
+  f.publish_range(7, 8, "/deny/local");
+  CHECK(drain(*q) == std::vector<int>{7, 8});
+  CHECK(gate.asked.size() == 4);
+}
+
+TEST_CASE("a client's subscriptions can be replaced", "[core]") {
+  fixture f;
+  client_attachment att;
+  att.id = 7;
+  att.client = endpoint_id::random();
+  att.filter = {"/a"};
+  att.queue = std::make_shared<message_queue>(16, overflow_policy::drop_newest);
+  f.core.add_client(att);
+  f.core.commit();
+  f.core.update_client_filter(7, {"/b"});
+  f.core.update_client_filter(12345, {"/c"}); // Unknown: ignored.
+  f.core.commit();
+  CHECK(f.core.filter() == filter_type{"/b"});
+}

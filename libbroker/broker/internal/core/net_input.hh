@@ -4,6 +4,9 @@
 // what the connection decoded from one read, routed by the connection's own strand right
 // away (run to completion, router.hh).
 //
+// A connection with access control sets its publish_gate: the router asks it once per run
+// of messages with one topic and drops what it refuses (router.hh).
+//
 // If a sink with policy `block` lacks room, routing stops at the first message that does
 // not fit and the rest stays here; the connection stops reading its socket (TCP carries
 // the back-pressure to the sender) until the sink's waker calls it back, and then routes
@@ -37,6 +40,10 @@ public:
       stats_(std::make_shared<source_stats>(kind)) {}
 
   uint64_t id() const noexcept { return src_.id; }
+
+  /// Access control for what this connection publishes (publish_gate.hh); null: none.
+  /// The gate must outlive the input or be reset first.
+  void set_gate(publish_gate* gate) noexcept { src_.gate = gate; }
 
   /// What this connection routed, for the status page (core_state::add_source).
   const std::shared_ptr<source_stats>& stats() const noexcept { return stats_; }

@@ -50,6 +50,7 @@ struct router::counts {
   uint64_t suspensions = 0;
   uint64_t duplicates = 0;
   uint64_t out_of_order = 0;
+  uint64_t refused = 0;
   std::array<uint64_t, num_handler_kinds> delivered{};
   std::array<uint64_t, num_handler_kinds * num_overflow_policies> dropped{};
   std::array<uint64_t, num_handler_kinds> disconnects{};
@@ -74,12 +75,17 @@ route_status router::route(const route_source& src, const data_message* xs, size
   while (pos < n) {
     const auto& first = xs[pos];
     auto kind = first.kind();
-    auto targets = snap->lookup(first.topic(), s.lookup);
     // A run: the following messages with the same topic and kind share the lookup.
     size_t end = pos + 1;
     while (end < n && xs[end].kind() == kind && xs[end].topic() == first.topic())
       ++end;
     auto k = end - pos;
+    if (src.gate != nullptr && !src.gate->may_publish(first.topic(), k)) {
+      cnt.refused += k; // Counted per identity and rule by the gate.
+      pos = end;
+      continue;
+    }
+    auto targets = snap->lookup(first.topic(), s.lookup);
     if (targets.empty()) {
       cnt.processed += k;
       cnt.commands += kind == message_kind::command ? k : 0;
@@ -128,6 +134,7 @@ route_status router::route(const route_source& src, const data_message* xs, size
   add(totals_.suspensions, cnt.suspensions);
   add(totals_.duplicates, cnt.duplicates);
   add(totals_.out_of_order, cnt.out_of_order);
+  add(totals_.refused, cnt.refused);
   for (size_t i = 0; i < num_handler_kinds; ++i) {
     add(totals_.delivered[i], cnt.delivered[i]);
     add(totals_.disconnects[i], cnt.disconnects[i]);
@@ -295,6 +302,7 @@ endpoint_metrics router::counters() const {
   result.suspensions = get(totals_.suspensions);
   result.duplicates = get(totals_.duplicates);
   result.out_of_order = get(totals_.out_of_order);
+  result.refused = get(totals_.refused);
   for (size_t i = 0; i < num_handler_kinds; ++i) {
     auto& k = result.kinds[i];
     k.delivered = get(totals_.delivered[i]);

@@ -16,6 +16,8 @@
 // thread can still see them (retire()).
 //
 // Rules, per run of messages (same topic, same kind) from one source:
+//   0. A source with a publish_gate (a peering, a WebSocket client) asks it once; a
+//      refused run is dropped (the gate counts it per identity and rule) and not looked up.
 //   1. One lookup on the current snapshot (per-thread result cache).
 //   2. Sinks that must not lose messages (policy `block`; peers for store commands) need
 //      room for the run. If one has room for part of it, the part goes; if one has none,
@@ -40,6 +42,7 @@
 #include "broker/endpoint_id.hh"
 #include "broker/internal/core/handler.hh"
 #include "broker/internal/core/loop_filter.hh"
+#include "broker/internal/core/publish_gate.hh"
 #include "broker/internal/core/rcu.hh"
 #include "broker/internal/core/topic_index.hh"
 #include "broker/message.hh"
@@ -68,6 +71,8 @@ enum class source_kind : uint8_t {
 struct route_source {
   uint64_t id = 0;
   source_kind kind = source_kind::local;
+  /// Access control for a network source: asked once per run; null: trusted.
+  publish_gate* gate = nullptr;
 };
 
 /// What route() did.
@@ -149,6 +154,7 @@ private:
     std::atomic<uint64_t> suspensions{0};
     std::atomic<uint64_t> duplicates{0};
     std::atomic<uint64_t> out_of_order{0};
+    std::atomic<uint64_t> refused{0};
     std::array<std::atomic<uint64_t>, num_handler_kinds> delivered{};
     std::array<std::atomic<uint64_t>, num_handler_kinds * num_overflow_policies> dropped{};
     std::array<std::atomic<uint64_t>, num_handler_kinds> disconnects{};

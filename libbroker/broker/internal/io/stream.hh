@@ -45,6 +45,10 @@ public:
 
   bool secure() const noexcept { return tls_ != nullptr; }
 
+  /// OpenSSL's connection (null for plain TCP): for the peer's certificate after the
+  /// handshake (security/x509_names.hh).
+  ssl_st* native_tls() noexcept { return tls_ ? tls_->native_handle() : nullptr; }
+
   socket_type& socket() noexcept { return sock_; }
 
   executor_type get_executor() noexcept { return sock_.get_executor(); }

@@ -26,6 +26,8 @@ public:
     result.client_tls = std::string{to_string(mode)};
     add_clients(*ctx, result.clients);
     add_zeromq(*ctx, result.zeromq);
+    if (auto sec = ctx->security())
+      add_access(*sec, result.access);
     if (io)
       for (auto& e : io->get_logger().recent())
         result.events.push_back(
@@ -116,6 +118,19 @@ private:
     for (size_t i = 0; i < num_client_rejects; ++i)
       out.rejected_clients.emplace_back(
         std::string{to_string(static_cast<client_reject>(i))}, rejected[i]);
+  }
+
+  static void add_access(const security::runtime& sec, access_report& out) {
+    out.rules_file = sec.rules_file();
+    auto rules = sec.policy().current();
+    out.enforcing = rules->enforcing();
+    out.identities = rules->identity_count();
+    out.rules = rules->configured_rules();
+    for (auto& row : sec.audit().rows())
+      out.rows.push_back(access_row{row.identity, row.rule, row.refused_publishes,
+                                    row.refused_subscriptions, row.refused_deliveries,
+                                    row.authentication_failures,
+                                    row.authentication_throttled});
   }
 
   std::weak_ptr<endpoint_context> ctx_;

@@ -446,11 +446,12 @@ const std::vector<family_row>& rows() {
      }},
     {{"broker_web_socket_rejected_clients_total", "counter",
       "reason: handshake, tls, max_clients, application_name, subscriptions, "
-      "max_subscriptions", false,
+      "max_subscriptions, authentication", false,
       "WebSocket clients turned away: a bad upgrade request (handshake), a failed TLS "
       "handshake or plain HTTP on a TLS port (tls), broker.web-socket.max-clients, an "
       "invalid X-Application-Name, a first message that is no list of topics, more than "
-      "broker.web-socket.max-subscriptions."},
+      "broker.web-socket.max-subscriptions, a malformed, unknown or throttled credential "
+      "(authentication)."},
      [](const render_input& in, writer& w) {
        for (auto& [reason, n] : in.snap.network.clients.rejected_clients)
          w.sample({{"reason", reason}}, n);
@@ -467,6 +468,58 @@ const std::vector<family_row>& rows() {
      [](const render_input& in, writer& w) {
        w.sample({}, in.snap.network.clients.ping_timeouts);
      }},
+    {{"broker_refused_messages_total", "counter", "", false,
+      "Messages from peers and WebSocket clients that access rules refused to route "
+      "(doc/security.md); per identity and rule in broker_access_refusals_total."},
+     [](const render_input& in, writer& w) { w.sample({}, in.snap.core.metrics.refused); }},
+    {{"broker_access_refusals_total", "counter",
+      "identity (empty for built-in rules); rule, e.g. deny publish \"/zeek/control/\" or "
+      "default subscribe; what: publish, subscribe, deliver", false,
+      "What access rules refused, per identity and deciding rule: published messages, "
+      "subscription prefixes (narrowed or refused), deliveries under a filtered "
+      "subscription. Series appear with their first refusal."},
+     [](const render_input& in, writer& w) {
+       for (auto& row : in.snap.network.access.rows) {
+         if (row.rule.empty())
+           continue; // An identity's totals: the sum of its rules.
+         if (row.refused_publishes > 0)
+           w.sample({{"identity", row.identity}, {"rule", row.rule}, {"what", "publish"}},
+                    row.refused_publishes);
+         if (row.refused_subscriptions > 0)
+           w.sample({{"identity", row.identity}, {"rule", row.rule}, {"what", "subscribe"}},
+                    row.refused_subscriptions);
+         if (row.refused_deliveries > 0)
+           w.sample({{"identity", row.identity}, {"rule", row.rule}, {"what", "deliver"}},
+                    row.refused_deliveries);
+       }
+     }},
+    {{"broker_access_authentication_failures_total", "counter",
+      "mechanism: token, certificate, curve-key", false,
+      "Connections whose credential matched no identity (or several), refused and logged "
+      "with the remote address (at most 10 lines a minute)."},
+     [](const render_input& in, writer& w) {
+       for (auto& row : in.snap.network.access.rows)
+         if (row.identity.empty() && row.authentication_failures > 0)
+           w.sample({{"mechanism", row.rule}}, row.authentication_failures);
+     }},
+    {{"broker_access_authentication_throttled_total", "counter",
+      "mechanism: token, certificate, curve-key", false,
+      "Connections refused unchecked because their address failed to authenticate 10 "
+      "times lately (one more attempt every 6 s)."},
+     [](const render_input& in, writer& w) {
+       for (auto& row : in.snap.network.access.rows)
+         if (row.identity.empty() && row.authentication_throttled > 0)
+           w.sample({{"mechanism", row.rule}}, row.authentication_throttled);
+     }},
+    {{"broker_access_identities", "gauge", "", false,
+      "Identities in the access rules in force (the anonymous one included); 0: no rules, "
+      "everything is allowed."},
+     [](const render_input& in, writer& w) {
+       w.sample({}, in.snap.network.access.enforcing ? in.snap.network.access.identities : 0);
+     }},
+    {{"broker_access_rules", "gauge", "", false,
+      "Configured rules (prefixes) in the access rules in force; changes with a reload."},
+     [](const render_input& in, writer& w) { w.sample({}, in.snap.network.access.rules); }},
   };
   return table;
 }

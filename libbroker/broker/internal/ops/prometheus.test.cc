@@ -277,3 +277,34 @@ TEST_CASE("doc/metrics.md contains the table generated from the families", "[pro
   INFO("paste this table (also in metrics-table.md here) into doc/metrics.md:\n" << table);
   CHECK(doc.find(table) != std::string::npos);
 }
+
+TEST_CASE("access refusals are series per identity, rule and what", "[prometheus]") {
+  auto snap = sample_snapshot();
+  auto& acc = snap.network.access;
+  acc.enforcing = true;
+  acc.identities = 2;
+  acc.rules = 5;
+  snap.core.metrics.refused = 9;
+  acc.rows = {{"worker", "", 9, 1, 2, 0, 0},
+              {"worker", "deny publish \"/zeek/control/\"", 9, 0, 0, 0, 0},
+              {"worker", "deny subscribe \"/x/\"", 0, 1, 2, 0, 0},
+              {"worker", "allow publish \"/zeek/\"", 0, 0, 0, 0, 0},
+              {"", "token", 0, 0, 0, 4, 6}};
+  exposition ex{render_prometheus(snap, prometheus_options{})};
+  auto refusals = ex.of("broker_access_refusals_total");
+  REQUIRE(refusals.size() == 3);
+  CHECK(refusals[0].labels["identity"] == "worker");
+  CHECK(refusals[0].labels["rule"] == "deny publish \\\"/zeek/control/\\\"");
+  CHECK(refusals[0].labels["what"] == "publish");
+  CHECK(refusals[0].value == "9");
+  CHECK(refusals[1].labels["what"] == "subscribe");
+  CHECK(refusals[2].labels["what"] == "deliver");
+  CHECK(refusals[2].value == "2");
+  REQUIRE(ex.of("broker_access_authentication_failures_total").size() == 1);
+  CHECK(ex.of("broker_access_authentication_failures_total")[0].labels["mechanism"] == "token");
+  CHECK(ex.of("broker_access_authentication_failures_total")[0].value == "4");
+  CHECK(ex.of("broker_access_authentication_throttled_total")[0].value == "6");
+  CHECK(ex.of("broker_access_identities")[0].value == "2");
+  CHECK(ex.of("broker_access_rules")[0].value == "5");
+  CHECK(ex.of("broker_refused_messages_total")[0].value == "9");
+}

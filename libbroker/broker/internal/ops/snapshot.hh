@@ -3,7 +3,8 @@
 // node_snapshot: everything /metrics, /v1/status and the web view show, taken at one moment
 // from the places that know it: the core (handlers, queues, counters), the network side
 // (peerings, dials and why they fail, control frames, WebSocket clients' application
-// names and rejections, the log's recent events) and the data stores.
+// names and rejections, the access-control audit, the log's recent events) and the data
+// stores.
 //
 // Threads and flow of collect_snapshot(), started on an HTTP session's strand:
 //   1. The probe answers the network side at once (it holds a mutex briefly).
@@ -110,6 +111,28 @@ struct zeromq_report {
   uint64_t accepted = 0, failed = 0, dropped = 0;
   uint64_t bridged_to_core = 0, bridged_from_core = 0, not_bridged = 0, bridge_dropped = 0;
   std::vector<zeromq_link_report> links;
+/// One row of the access-control audit (security/audit.hh), copied for the views.
+struct access_row {
+  /// The identity; empty for built-in rules and for failed authentications.
+  std::string identity;
+  /// The rule (`deny publish "/zeek/control/"`, `default subscribe`, ...); empty for an
+  /// identity's totals; the mechanism (`token`, `certificate`, `curve-key`) for failed
+  /// authentications.
+  std::string rule;
+  uint64_t refused_publishes = 0;
+  uint64_t refused_subscriptions = 0;
+  uint64_t refused_deliveries = 0;
+  uint64_t authentication_failures = 0;
+  uint64_t authentication_throttled = 0;
+};
+
+/// Access control (doc/security.md, "Audit").
+struct access_report {
+  std::string rules_file; ///< broker.security.rules-file; empty if none.
+  bool enforcing = false; ///< The rules in force define identities.
+  uint64_t identities = 0;
+  uint64_t rules = 0; ///< Configured rules in force.
+  std::vector<access_row> rows;
 };
 
 /// What the network side reports.
@@ -124,6 +147,7 @@ struct network_report {
   std::string client_tls = "plain";
   client_report clients;
   zeromq_report zeromq;
+  access_report access;
   /// The node's recent events, the oldest first.
   std::vector<event_entry> events;
 };

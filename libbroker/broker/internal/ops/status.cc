@@ -94,6 +94,43 @@ std::string store_name(const handler_status& h) {
   return {};
 }
 
+/// The access-control section: the rules in force, what was refused (rules that refused
+/// something, per identity and rule) and failed authentications per mechanism.
+json access_json(const access_report& acc) {
+  json x{{"rules_file", acc.rules_file.empty() ? json{} : json(acc.rules_file)},
+         {"enforcing", acc.enforcing},
+         {"identities", acc.enforcing ? acc.identities : 0},
+         {"rules", acc.rules}};
+  json refusals = json::array();
+  json identities = json::array();
+  json authentication = json::array();
+  for (auto& row : acc.rows) {
+    if (row.identity.empty() && (row.authentication_failures > 0
+                                 || row.authentication_throttled > 0)) {
+      authentication.push_back({{"mechanism", row.rule},
+                                {"failures", row.authentication_failures},
+                                {"throttled", row.authentication_throttled}});
+      continue;
+    }
+    if (row.refused_publishes + row.refused_subscriptions + row.refused_deliveries == 0)
+      continue;
+    json r{{"identity", row.identity.empty() ? json{} : json(row.identity)},
+           {"publishes", row.refused_publishes},
+           {"subscriptions", row.refused_subscriptions},
+           {"deliveries", row.refused_deliveries}};
+    if (row.rule.empty()) {
+      identities.push_back(std::move(r));
+    } else {
+      r["rule"] = row.rule;
+      refusals.push_back(std::move(r));
+    }
+  }
+  x["identities_refused"] = std::move(identities);
+  x["refusals"] = std::move(refusals);
+  x["authentication_failures"] = std::move(authentication);
+  return x;
+}
+
 } // namespace
 
 // -- rates ------------------------------------------------------------------------------
@@ -203,6 +240,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
                    {"delivered", all_delivered(m)},
                    {"dropped", all_drops(m)},
                    {"unrouted", m.unrouted},
+                   {"refused", m.refused},
                    {"duplicates", m.duplicates},
                    {"suspended_sources", m.suspended_sources},
                    {"suspensions", m.suspensions},
@@ -346,6 +384,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
     zj["connections"] = std::move(links);
     doc["zeromq"] = std::move(zj);
   }
+  doc["access"] = access_json(snap.network.access);
   auto plain = [&](const handler_status& h) { return handler_json(h, rates); };
   json local;
   local["subscribers"] = listing(subscribers, query.limit, plain);

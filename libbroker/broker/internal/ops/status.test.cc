@@ -181,3 +181,39 @@ TEST_CASE("the status query takes limit=N and names anything else", "[status]") 
   CHECK(parse_status_query("limit=99999999999999999999", q).find("limit:") == 0);
   CHECK(parse_status_query("color=red", q) == R"(unknown parameter "color"; try limit=N)");
 }
+
+TEST_CASE("the status shows the access rules and what they refused", "[status]") {
+  auto snap = snapshot_at(std::chrono::steady_clock::now(), 0, 0);
+  auto empty = json::parse(render_status(snap, rate_set{}, status_query{}));
+  CHECK(empty["access"]["rules_file"].is_null());
+  CHECK(empty["access"]["enforcing"] == false);
+  CHECK(empty["access"]["refusals"].empty());
+  auto& acc = snap.network.access;
+  acc.rules_file = "/etc/broker/rules.conf";
+  acc.enforcing = true;
+  acc.identities = 3;
+  acc.rules = 12;
+  snap.core.metrics.refused = 9;
+  acc.rows = {{"worker", "", 9, 1, 0, 0, 0},
+              {"worker", "deny publish \"/zeek/control/\"", 9, 0, 0, 0, 0},
+              {"worker", "default subscribe", 0, 1, 0, 0, 0},
+              {"worker", "allow publish \"/zeek/\"", 0, 0, 0, 0, 0},
+              {"", "token", 0, 0, 0, 12, 30}};
+  auto doc = json::parse(render_status(snap, rate_set{}, status_query{}));
+  auto& a = doc["access"];
+  CHECK(a["rules_file"] == "/etc/broker/rules.conf");
+  CHECK(a["enforcing"] == true);
+  CHECK(a["identities"] == 3);
+  CHECK(a["rules"] == 12);
+  CHECK(doc["totals"]["refused"] == 9);
+  REQUIRE(a["refusals"].size() == 2); // Rules that refused nothing are left out.
+  CHECK(a["refusals"][0]["rule"] == "deny publish \"/zeek/control/\"");
+  CHECK(a["refusals"][0]["publishes"] == 9);
+  CHECK(a["refusals"][1]["subscriptions"] == 1);
+  REQUIRE(a["identities_refused"].size() == 1);
+  CHECK(a["identities_refused"][0]["identity"] == "worker");
+  REQUIRE(a["authentication_failures"].size() == 1);
+  CHECK(a["authentication_failures"][0]["mechanism"] == "token");
+  CHECK(a["authentication_failures"][0]["failures"] == 12);
+  CHECK(a["authentication_failures"][0]["throttled"] == 30);
+}

@@ -6,6 +6,7 @@
 #include "broker/internal/core/core_runtime.hh"
 #include "broker/internal/peering/diagnosis.hh"
 #include "broker/internal/peering/peer_manager_impl.hh"
+#include "broker/internal/security/x509_names.hh"
 
 #include <boost/asio/buffer.hpp>
 
@@ -139,9 +140,13 @@ void connection::set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
   out_ = std::move(out);
   out_->wake_at(hold_limit());
   in_ = std::move(in);
+  if (access_)
+    in_->set_gate(access_.get());
 }
 
 void connection::do_start() {
+  if (!admit())
+    return;
   filter_type own_filter;
   {
     std::lock_guard<std::mutex> guard{mgr_->mtx};
@@ -265,6 +270,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
              false);
         return false;
       }
+      remote_filter_ = checked_filter(remote_filter_);
       reader_.enter_operation();
       timer_.cancel();
       if (!mgr_->attach(shared_from_this())) {
@@ -461,6 +467,7 @@ void connection::flush_input() {
   auto self = shared_from_this();
   if (!in_->flush([self] { self->resume_input(); })) {
     read_paused_ = true; // Back-pressure: TCP carries it to the peer.
+    check_access();
     return;
   }
   read_paused_ = false;
@@ -468,11 +475,12 @@ void connection::flush_input() {
     detach_when_routed();
     return;
   }
-  if (update_) {
+  check_access();
+  if (update_ && !closed_) {
     // Everything before the update is routed: hand it to the core, and continue with the
     // frames behind it once the core has published it.
     barrier_ = true;
-    post_to_core([self, id = id_, f = std::move(*update_)](core_state& st) mutable {
+    post_to_core([self, id = id_, f = checked_filter(*update_)](core_state& st) mutable {
       st.update_peer_filter(id, std::move(f));
       st.commit();
       self->core_caught_up();
@@ -497,6 +505,75 @@ void connection::after_update() {
   read_more();
 }
 
+// -- access control -----------------------------------------------------------------------
+
+bool connection::admit() {
+  if (!mgr_->access)
+    return true;
+  auto res = mgr_->access->admit(security::tls_credential(conn_.native_tls()), address_, port_);
+  if (res.admitted) {
+    access_ = std::make_unique<security::connection_access>(mgr_->access,
+                                                            std::move(*res.admitted));
+    std::weak_ptr<connection> weak = shared_from_this();
+    access_->watch_reloads([weak] {
+      if (auto self = weak.lock())
+        asio::post(self->conn_.get_executor(), [self] { self->check_access(); });
+    });
+    return true;
+  }
+  // Tell the peer why, as for any failed handshake (a drop_conn; Broker's codes end at 40),
+  // and close: finish_close() lets the frame out first.
+  wire::append_frame(ctrl_, wire::drop_conn_msg{mgr_->own, ec::peer_invalid,
+                                                "access denied: " + res.reason});
+  fail_code_ = ec::access_denied;
+  fail("access denied: " + res.reason, true);
+  return false;
+}
+
+filter_type connection::checked_filter(const filter_type& requested) {
+  if (!access_)
+    return requested;
+  auto sub = access_->subscribe(requested);
+  disarm_if_checked(); // Before the core routes anything under a filtered prefix.
+  tell_access(sub.notices);
+  return security::connection_access::to_filter(sub.granted);
+}
+
+void connection::tell_access(const std::vector<std::string>& notices) {
+  for (const auto& notice : notices) {
+    auto text = "peer " + to_string(remote_) + " (" + endpoint_text(address_, port_) + ", "
+                + access_->describe_identity() + "): " + notice;
+    log(log_level::info, "security", text);
+    post_to_core([err = error{ec::access_denied, text}](core_state& st) { st.emit_error(err); });
+  }
+}
+
+void connection::check_access() {
+  if (!access_ || closed_ || !access_->needs_attention())
+    return;
+  if (access_->has_notices())
+    tell_access(access_->take_notices());
+  auto res = access_->poll_reload();
+  if (!res.reloaded)
+    return;
+  if (res.revoked) {
+    tell_access({"its credential no longer has an identity after a reload of the rules; "
+                 "unpeering"});
+    do_unpeer("identity revoked by a reload of the rules");
+    return;
+  }
+  disarm_if_checked();
+  if (!res.sub.changed)
+    return;
+  tell_access(res.sub.notices);
+  if (attached_)
+    post_to_core([id = id_, f = security::connection_access::to_filter(res.sub.granted)](
+                   core_state& st) mutable {
+      st.update_peer_filter(id, std::move(f));
+      st.commit();
+    });
+}
+
 // -- writing ------------------------------------------------------------------------------
 
 void connection::send_raw(std::string bytes) {
@@ -506,7 +583,9 @@ void connection::send_raw(std::string bytes) {
   write_more();
 }
 
-void connection::append_data(const send_item& item) {
+void connection::append_data(const send_item& item, bool check) {
+  if (check && access_ && !access_->may_receive(item.msg.topic()))
+    return; // Under a filtered subscription; counted as a refused delivery.
   const auto& bytes = item.msg.impl().binary(); // Encoded once, shared by all peers.
   if (bytes.empty())
     return;
@@ -571,21 +650,30 @@ bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
   if (out_ && attached_ && !closing_ && !probing_) {
-    std::optional<filter_type> announcement;
-    if (!out_->take(batch_, announcement)) {
-      finish_close(peer_end::removed, "send buffer overflow");
-      return false;
-    }
-    if (announcement) {
-      std::string frame;
-      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
-      gather_.copy(frame);
-    }
-    for (auto& item : batch_)
-      append_data(item);
-    if (!batch_.empty()) {
-      last_write_ = std::chrono::steady_clock::now();
-      heard_ = false;
+    for (;;) {
+      std::optional<filter_type> announcement;
+      if (!out_->take(batch_, announcement)) {
+        finish_close(peer_end::removed, "send buffer overflow");
+        return false;
+      }
+      if (announcement) {
+        std::string frame;
+        wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
+        gather_.copy(frame);
+      }
+      auto before = gather_.size();
+      for (auto& item : batch_)
+        append_data(item);
+      if (gather_.size() > before) {
+        last_write_ = std::chrono::steady_clock::now();
+        heard_ = false;
+      }
+      if (batch_.empty() || !gather_.empty())
+        break;
+      // Every message was dropped (refused by a filtered subscription, or unencodable):
+      // take again, so that the queue sees an empty take and counts us idle. Otherwise its
+      // next push would not wake us, and that message would wait for the one after it.
+      batch_.clear();
     }
   }
   return !gather_.empty();
@@ -597,6 +685,11 @@ bool connection::write_through() {
   std::unique_lock<std::recursive_mutex> guard{wmtx_, std::try_to_lock};
   if (!guard.owns_lock() || !direct_ok_.load(std::memory_order_relaxed))
     return false; // The strand (or another routing thread) writes now; it will take ours.
+  if (access_ && mgr_->access->policy().generation() != through_generation_) {
+    // Rules reloaded since the strand armed this: it applies them first.
+    direct_ok_.store(false, std::memory_order_relaxed);
+    return false;
+  }
   // A write the strand would hold (should_hold(): a stream, not an exchange) is its to hold.
   auto delay = mgr_->write_delay;
   if (delay.count() > 0 && !heard_.load(std::memory_order_relaxed)
@@ -616,7 +709,7 @@ bool connection::write_through() {
       gather_.copy(frame);
     }
     for (auto& item : batch_)
-      append_data(item);
+      append_data(item, false); // Armed only while no delivery needs a check.
     if (!batch_.empty()) {
       last_write_ = std::chrono::steady_clock::now();
       heard_.store(false, std::memory_order_relaxed);
@@ -637,8 +730,18 @@ bool connection::write_through() {
 void connection::arm_write_through() {
   // On the strand, under wmtx_, with nothing in flight and no control frame waiting.
   if (attached_ && !closing_ && !closed_ && !probing_ && !close_after_write_ && out_
-      && ctrl_.empty() && !conn_.secure())
+      && ctrl_.empty() && !conn_.secure() && (!access_ || access_->delivers_unchecked())) {
+    if (access_)
+      through_generation_ = access_->checks().generation();
     direct_ok_.store(true, std::memory_order_release);
+  }
+}
+
+void connection::disarm_if_checked() {
+  if (!access_ || access_->delivers_unchecked())
+    return;
+  std::lock_guard<std::recursive_mutex> guard{wmtx_}; // After a write-through in progress.
+  direct_ok_.store(false, std::memory_order_relaxed);
 }
 
 void connection::write_more() {
@@ -714,6 +817,8 @@ void connection::take_pending_data() {
     return;
   // Encode into ctrl_ (copies), so BYE can follow in order.
   for (auto& item : items) {
+    if (access_ && !access_->may_receive(item.msg.topic()))
+      continue;
     const auto& bytes = item.msg.impl().binary();
     if (bytes.empty())
       continue;

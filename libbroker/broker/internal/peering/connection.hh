@@ -34,11 +34,22 @@
 //     strand arms this (`direct_ok_`) only while it has nothing in flight, no control
 //     frame waiting, is attached, not probing, not closing; `wmtx_` makes the write path
 //     exclusive: the strand's write loop and closing take it, a routing thread only
-//     tries it (and posts to the strand as before when it cannot have it).
+//     tries it (and posts to the strand as before when it cannot have it). access_ belongs
+//     to the strand: the strand arms write-through only while deliveries need no access
+//     check (no filtered subscription, rules picked up), remembers the rules' generation,
+//     and disarms before a filter that needs checks reaches the core; a routing thread
+//     writes through only while the rules in force still have that generation (one atomic
+//     load) and never touches access_.
 //   - Budgets (doc/configuration.md): a peer that announces more prefixes than
 //     broker.peer-max-subscriptions, or leaves more than broker.max-pending-control-bytes of
 //     pongs unread, is cut off with an error event naming the option (counted as a limit
 //     disconnect); its input waiting for room is at most what one read decoded.
+//   - Access control (doc/security.md), with the endpoint's rules: after TLS the peer's
+//     verified certificate (or nothing: anonymous) is admitted or refused with a
+//     drop_conn naming the reason; its filter (handshake and routing updates) is checked
+//     before the core gets it; the router asks access_ once per run of what it publishes;
+//     deliveries are checked under filtered prefixes; refusals become error events. After
+//     a reload: new subscriptions for the core, or an unpeer if the identity was revoked.
 //   - The end (loss, unpeer, overflow) reaches the core after the last message was routed
 //     (a parked connection finishes routing first). A failed write ends the connection at
 //     once; closing never waits on a peer that does not read for longer than the BYE
@@ -52,6 +63,7 @@
 #include "broker/internal/peering/handshake.hh"
 #include "broker/internal/peering/peer_manager.hh"
 #include "broker/internal/peering/wire.hh"
+#include "broker/internal/security/connection_access.hh"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -168,6 +180,12 @@ private:
   bool input_blocked() const noexcept;
   void post_to_core(std::function<void(core_state&)> task);
 
+  // -- access control
+  bool admit();
+  filter_type checked_filter(const filter_type& requested);
+  void check_access();
+  void tell_access(const std::vector<std::string>& notices);
+
   // -- writing
   bool should_hold();
   bool write_through();
@@ -176,7 +194,11 @@ private:
   void send_raw(std::string bytes);
   void write_more();
   bool fill_batch();
-  void append_data(const send_item& item);
+  /// `check`: ask access_ whether the item may go (the strand); false: write-through,
+  /// armed only while no delivery needs a check.
+  void append_data(const send_item& item, bool check = true);
+  /// Clears direct_ok_ if deliveries now need access checks (after a subscribe()).
+  void disarm_if_checked();
   void take_pending_data();
 
   // -- closing
@@ -222,6 +244,7 @@ private:
   bool detach_limit_ = false;
   uint64_t malformed_ = 0;
   control_counters counters_;
+  std::unique_ptr<security::connection_access> access_; // Null without access control.
 
   bool reading_ = false;
   bool read_paused_ = false; // Handshake paused, or routing waits for room in a sink.
@@ -246,6 +269,7 @@ private:
   // because the write loop may close the connection.
   std::recursive_mutex wmtx_;
   std::atomic<bool> direct_ok_{false}; // Set and cleared under wmtx_, by the strand.
+  uint64_t through_generation_ = 0; // Rules generation when armed; under wmtx_.
   std::atomic<uint64_t> writes_through_{0}; // Written under wmtx_; read by the status page.
 };
 

@@ -50,7 +50,8 @@ std::string retry_text(timespan retry) {
 
 peer_manager_impl::peer_manager_impl(endpoint_id own_id, const configuration& cfg,
                                      io_runtime& io, std::shared_ptr<core_runtime> runtime,
-                                     std::function<uint64_t()> ids)
+                                     std::function<uint64_t()> ids,
+                                     std::shared_ptr<security::runtime> access)
   : io(io),
     own(own_id),
     peer_capacity(cfg.peer_buffer_size()),
@@ -60,7 +61,8 @@ peer_manager_impl::peer_manager_impl(endpoint_id own_id, const configuration& cf
     max_control_bytes(cfg.max_pending_control_bytes()),
     write_delay(static_cast<int64_t>(cfg.peer_write_delay())),
     rt(std::move(runtime)),
-    next_id(std::move(ids)) {
+    next_id(std::move(ids)),
+    access(std::move(access)) {
 }
 
 handshake::decision peer_manager_impl::proceed(connection* conn, const endpoint_id& remote,
@@ -371,8 +373,10 @@ void connection::log(log_level level, std::string_view component,
 // -- peer_manager -----------------------------------------------------------------------
 
 peer_manager::peer_manager(endpoint_id own, const configuration& cfg, io_runtime& io,
-                           std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id)
-  : impl_(std::make_shared<peer_manager_impl>(own, cfg, io, std::move(rt), std::move(next_id))) {
+                           std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id,
+                           std::shared_ptr<security::runtime> access)
+  : impl_(std::make_shared<peer_manager_impl>(own, cfg, io, std::move(rt), std::move(next_id),
+                                              std::move(access))) {
 }
 
 peer_manager::~peer_manager() {

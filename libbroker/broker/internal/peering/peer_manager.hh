@@ -41,6 +41,10 @@ class core_runtime;
 class io_runtime;
 struct peer_manager_impl;
 
+namespace security {
+class runtime;
+} // namespace security
+
 /// Control frames received from peers (Broker's processed routing-update, ping, pong).
 struct control_counts {
   uint64_t routing_updates = 0;
@@ -79,8 +83,10 @@ struct dial_record {
 /// See the file comment.
 class peer_manager {
 public:
+  /// `access`: the endpoint's access control (security/runtime.hh); null: none.
   peer_manager(endpoint_id own, const configuration& cfg, io_runtime& io,
-               std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id);
+               std::shared_ptr<core_runtime> rt, std::function<uint64_t()> next_id,
+               std::shared_ptr<security::runtime> access = nullptr);
   ~peer_manager();
 
   peer_manager(const peer_manager&) = delete;

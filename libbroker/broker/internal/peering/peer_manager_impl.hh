@@ -54,7 +54,8 @@ enum class remote_state : uint8_t { connecting, peered };
 
 struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   peer_manager_impl(endpoint_id own_id, const configuration& cfg, io_runtime& io,
-                    std::shared_ptr<core_runtime> runtime, std::function<uint64_t()> ids);
+                    std::shared_ptr<core_runtime> runtime, std::function<uint64_t()> ids,
+                    std::shared_ptr<security::runtime> access);
 
   /// Unpeers everything (BYE, bounded), closes acceptors and timers.
   void stop();
@@ -94,6 +95,7 @@ struct peer_manager_impl : std::enable_shared_from_this<peer_manager_impl> {
   const std::chrono::microseconds write_delay; ///< broker.peer-write-delay.
   std::shared_ptr<core_runtime> rt;
   std::function<uint64_t()> next_id;
+  const std::shared_ptr<security::runtime> access; ///< Access control; null: none.
 
   mutable std::mutex mtx;
   std::condition_variable detached_cv;

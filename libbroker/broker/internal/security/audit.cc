@@ -25,6 +25,8 @@ std::vector<audit_row> audit_log::rows() const {
     row.refused_deliveries = counters->refused_deliveries.load(std::memory_order_relaxed);
     row.authentication_failures =
       counters->authentication_failures.load(std::memory_order_relaxed);
+    row.authentication_throttled =
+      counters->authentication_throttled.load(std::memory_order_relaxed);
     result.push_back(std::move(row));
   }
   return result;

@@ -34,6 +34,8 @@ struct audit_counters {
   /// Deliveries dropped under a granted but filtered subscription (check_receive).
   std::atomic<uint64_t> refused_deliveries{0};
   std::atomic<uint64_t> authentication_failures{0};
+  /// Attempts refused unchecked: their address failed too often lately (throttle.hh).
+  std::atomic<uint64_t> authentication_throttled{0};
 };
 
 /// A plain copy of one slot, for metrics and the status page.
@@ -48,6 +50,7 @@ struct audit_row {
   uint64_t refused_subscriptions = 0;
   uint64_t refused_deliveries = 0;
   uint64_t authentication_failures = 0;
+  uint64_t authentication_throttled = 0;
 };
 
 /// See the file comment.

@@ -57,7 +57,7 @@ reach reach_of(std::string_view address) noexcept {
 }
 
 std::string exposure_line(service what, std::string_view address, uint16_t port,
-                          transport how) {
+                          transport how, bool rules) {
   auto shown = address.empty() ? std::string_view{"0.0.0.0"} : address;
   std::string result{name_of(what)};
   result += " on ";
@@ -76,9 +76,17 @@ std::string exposure_line(service what, std::string_view address, uint16_t port,
   result += tls_text(what == service::metrics ? transport::plain : how);
   switch (what) {
     case service::peering:
+      if (rules)
+        result += how == transport::mutual_tls
+                    ? "; access rules enforced per certificate"
+                    : "; access rules enforced (peers are the anonymous identity)";
       break;
     case service::web_socket:
-      if (how != transport::mutual_tls)
+      if (rules)
+        result += how == transport::mutual_tls
+                    ? ", clients: bearer token, else certificate; access rules enforced"
+                    : ", clients: bearer token, else anonymous; access rules enforced";
+      else if (how != transport::mutual_tls)
         result += ", clients: not authenticated";
       break;
     case service::metrics:
@@ -88,8 +96,8 @@ std::string exposure_line(service what, std::string_view address, uint16_t port,
   return result;
 }
 
-bool is_exposed(std::string_view address, transport how) noexcept {
-  return reach_of(address) != reach::loopback && how != transport::mutual_tls;
+bool is_exposed(std::string_view address, transport how, bool rules) noexcept {
+  return reach_of(address) != reach::loopback && how != transport::mutual_tls && !rules;
 }
 
 } // namespace broker::internal::security

@@ -5,6 +5,7 @@
 //
 //   peering on 0.0.0.0:9999 (all IPv4 interfaces), TLS: anonymous (encrypts, authenticates no one)
 //   web-socket on 127.0.0.1:9997 (loopback only), TLS: off, clients: not authenticated
+//   web-socket on 0.0.0.0:9997 (all IPv4 interfaces), TLS: off, clients: bearer token, else anonymous; access rules enforced
 //   metrics on 127.0.0.1:9998 (loopback only), TLS: off, not authenticated (/metrics, /v1/status, the web view)
 //
 // Pure functions: the endpoint computes the line and writes it to its log, at warning level
@@ -37,11 +38,13 @@ enum class transport : uint8_t {
 enum class service : uint8_t { peering, web_socket, metrics };
 
 /// The start-up line of a listener (see the file comment); `address` as configured.
+/// `rules`: access rules with identities are in force (doc/security.md): peering and
+/// WebSocket lines say so.
 std::string exposure_line(service what, std::string_view address, uint16_t port,
-                          transport how);
+                          transport how, bool rules = false);
 
 /// True if the listener deserves a warning: reachable from other hosts, and nobody who
-/// connects is authenticated.
-bool is_exposed(std::string_view address, transport how) noexcept;
+/// connects is authenticated or restricted by access rules (`rules`; never for metrics).
+bool is_exposed(std::string_view address, transport how, bool rules = false) noexcept;
 
 } // namespace broker::internal::security

@@ -49,3 +49,15 @@ TEST_CASE("is_exposed: reachable from elsewhere and nobody authenticated",
   CHECK_FALSE(is_exposed("127.0.0.1", transport::plain));
   CHECK_FALSE(is_exposed("::1", transport::anonymous_tls));
 }
+
+TEST_CASE("access rules show in the lines and end the warning", "[security][exposure]") {
+  CHECK(exposure_line(service::web_socket, "0.0.0.0", 9997, transport::plain, true)
+        == "web-socket on 0.0.0.0:9997 (all IPv4 interfaces), TLS: off, clients: bearer "
+           "token, else anonymous; access rules enforced");
+  CHECK(exposure_line(service::peering, "10.0.0.1", 9999, transport::mutual_tls, true)
+        .find("; access rules enforced per certificate") != std::string::npos);
+  CHECK(exposure_line(service::metrics, "0.0.0.0", 9998, transport::plain, true)
+        .find("access rules") == std::string::npos);
+  CHECK(is_exposed("0.0.0.0", transport::plain));
+  CHECK_FALSE(is_exposed("0.0.0.0", transport::plain, true));
+}

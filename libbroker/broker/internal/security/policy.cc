@@ -78,13 +78,13 @@ const std::string& guard::identity() const noexcept {
   return view_.rules().name_of(id_);
 }
 
-verdict guard::check_publish(std::string_view topic) {
+verdict guard::check_publish(std::string_view topic, uint64_t n) {
   refresh();
   const auto& rs = view_.rules();
   auto result = rs.check_publish(id_, topic);
   if (!result.allowed) {
-    result.by->counters->refused_publishes.fetch_add(1, std::memory_order_relaxed);
-    rs.identity_counters(id_).refused_publishes.fetch_add(1, std::memory_order_relaxed);
+    result.by->counters->refused_publishes.fetch_add(n, std::memory_order_relaxed);
+    rs.identity_counters(id_).refused_publishes.fetch_add(n, std::memory_order_relaxed);
   }
   return result;
 }
@@ -110,6 +110,12 @@ verdict guard::check_receive(std::string_view topic) {
     rs.identity_counters(id_).refused_deliveries.fetch_add(1, std::memory_order_relaxed);
   }
   return result;
+}
+
+void guard::count_refused_delivery(const rule& by) noexcept {
+  by.counters->refused_deliveries.fetch_add(1, std::memory_order_relaxed);
+  view_.rules().identity_counters(id_).refused_deliveries.fetch_add(1,
+                                                                    std::memory_order_relaxed);
 }
 
 } // namespace broker::internal::security

@@ -78,6 +78,9 @@ public:
 
   uint64_t generation() const noexcept { return seen_; }
 
+  /// True if the store published a rule set after the cached one (one atomic load).
+  bool pending() const noexcept { return store_->generation() != seen_; }
+
 private:
   const policy_store* store_;
   std::shared_ptr<const rule_set> cached_;
@@ -100,9 +103,9 @@ public:
   /// connection should be closed (everything it asks is refused meanwhile).
   bool revoked() const noexcept { return revoked_; }
 
-  /// May this connection publish on `topic`? Counts a refusal. No allocation unless the
-  /// rule set was just reloaded.
-  verdict check_publish(std::string_view topic);
+  /// May this connection publish `n` messages on `topic`? Counts a refusal as `n` refused
+  /// publications. No allocation unless the rule set was just reloaded.
+  verdict check_publish(std::string_view topic, uint64_t n = 1);
 
   /// What this connection may subscribe to of each prefix; counts refused and narrowed
   /// prefixes.
@@ -111,6 +114,10 @@ public:
   /// May a message on `topic` go to this connection (for granted prefixes marked
   /// `filtered`)? Counts a refusal as a refused delivery. No allocation.
   verdict check_receive(std::string_view topic);
+
+  /// Counts one more delivery refused by `by`, a rule of the rules as of generation()
+  /// (what check_receive() counts; for callers that cache its verdict).
+  void count_refused_delivery(const rule& by) noexcept;
 
   /// Picks up a reload now: one atomic load when there is none. Returns true once after
   /// any number of reloads (whether this call or a check picked them up), with the
@@ -123,6 +130,22 @@ public:
 
   /// The rule set the last check used.
   const rule_set& rules() const noexcept { return view_.rules(); }
+
+  /// The store's generation of rules() (changes with every reload picked up).
+  uint64_t generation() const noexcept { return view_.generation(); }
+
+  /// How the connection authenticated.
+  mechanism how() const noexcept { return cred_.kind; }
+
+  /// What the connection presented (a token only as its digest).
+  const credential& presented() const noexcept { return cred_; }
+
+  /// True if the store has rules this guard has not picked up yet (one atomic load).
+  bool reload_pending() const noexcept { return view_.pending(); }
+
+  /// True if poll_reload() would return true: a reload not picked up yet, or picked up by
+  /// a check and not polled since. Inline, one atomic load: the per-batch fast path.
+  bool reload_to_poll() const noexcept { return reloaded_ || view_.pending(); }
 
 private:
   /// Picks up a reload: authenticates the credential again, sets reloaded_. True if there

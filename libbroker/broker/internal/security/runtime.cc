@@ -49,7 +49,32 @@ error runtime::load() {
                 "rules file " + printable(rules_file_)
                   + " defines no identity: everybody may publish and subscribe everything");
   policy_.publish(std::move(*rules));
+  notify_watchers();
   return {};
+}
+
+void runtime::notify_watchers() {
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard<std::mutex> guard{watch_mtx_};
+    calls.reserve(watchers_.size());
+    for (auto& [token, f] : watchers_)
+      calls.push_back(f);
+  }
+  for (auto& f : calls)
+    f();
+}
+
+uint64_t runtime::watch(std::function<void()> f) {
+  std::lock_guard<std::mutex> guard{watch_mtx_};
+  auto token = next_watch_++;
+  watchers_.emplace(token, std::move(f));
+  return token;
+}
+
+void runtime::unwatch(uint64_t token) {
+  std::lock_guard<std::mutex> guard{watch_mtx_};
+  watchers_.erase(token);
 }
 
 error runtime::reload() {
@@ -65,25 +90,112 @@ error runtime::reload() {
   return err;
 }
 
+namespace {
+
+/// Why authenticate() said `why`, for the client and the log.
+std::string failure_reason(const credential& cred, auth_status why) {
+  switch (why) {
+    case auth_status::ok:
+      return "no failure";
+    case auth_status::unknown:
+      switch (cred.kind) {
+        case mechanism::token:
+          return "the token belongs to no identity";
+        case mechanism::certificate: {
+          std::string names;
+          for (const auto& name : cred.names)
+            names += (names.empty() ? "" : ", ") + name;
+          return "the certificate (" + (names.empty() ? std::string{"no usable names"} : names)
+                 + ") belongs to no identity";
+        }
+        case mechanism::curve_key:
+          return "the CURVE key " + (cred.names.empty() ? std::string{} : cred.names.front())
+                 + " belongs to no identity";
+        case mechanism::none:
+          break;
+      }
+      return "the credential belongs to no identity";
+    case auth_status::ambiguous:
+      return "the certificate's names belong to more than one identity";
+    case auth_status::unusable:
+      return "the credential could not be processed";
+  }
+  return "?";
+}
+
+} // namespace
+
 void runtime::authentication_failed(mechanism how, auth_status why, std::string_view address) {
   audit_->slot({}, std::string{to_string(how)})
     .authentication_failures.fetch_add(1, std::memory_order_relaxed);
-  std::string reason;
-  switch (why) {
-    case auth_status::ok:
-      reason = "no failure";
-      break;
-    case auth_status::unknown:
-      reason = "the credential belongs to no identity";
-      break;
-    case auth_status::ambiguous:
-      reason = "the certificate's names belong to more than one identity";
-      break;
-    case auth_status::unusable:
-      reason = "the credential could not be processed";
-      break;
+  credential nobody;
+  nobody.kind = how;
+  failures_.failed(to_string(how), address, failure_reason(nobody, why));
+}
+
+admission runtime::admit(credential cred, const std::string& address, uint16_t port) {
+  admission result;
+  auto where = address.find(':') != std::string::npos
+                 ? "[" + address + "]:" + std::to_string(port)
+                 : address + ":" + std::to_string(port);
+  auto how = cred.kind;
+  if (how != mechanism::none) {
+    if (auto wait = throttle_.wait_seconds(address); wait > 0) {
+      audit_->slot({}, std::string{to_string(how)})
+        .authentication_throttled.fetch_add(1, std::memory_order_relaxed);
+      result.throttled = true;
+      result.retry_after = wait;
+      result.reason = "too many failed authentications from " + address
+                      + "; try again in " + std::to_string(wait) + " s";
+      failures_.failed(to_string(how), where, "refused unchecked: " + result.reason);
+      return result;
+    }
   }
-  failures_.failed(to_string(how), address, reason);
+  guard g{policy_, std::move(cred)};
+  if (g.status() == auth_status::ok) {
+    result.admitted.emplace(std::move(g));
+    return result;
+  }
+  result.status = g.status();
+  // The names of a certificate or key are no secret and help the operator; a token is
+  // never shown (the credential keeps only its digest).
+  result.reason = "authentication failed: " + failure_reason(g.presented(), g.status());
+  audit_->slot({}, std::string{to_string(how)})
+    .authentication_failures.fetch_add(1, std::memory_order_relaxed);
+  failures_.failed(to_string(how), where, failure_reason(g.presented(), g.status()));
+  throttle_.failed(address);
+  return result;
+}
+
+std::string runtime::identity_of_curve_key(std::string_view z85) const {
+  if (!is_curve_key(z85))
+    return {};
+  auto rules = policy_.current();
+  if (!rules || !rules->enforcing())
+    return {};
+  auto res = rules->authenticate(credential::from_curve_key(std::string{z85}));
+  if (res.status != auth_status::ok || res.id == no_identity)
+    return {};
+  return rules->name_of(res.id);
+}
+
+admission runtime::admit_curve_key(std::string_view z85, const std::string& address,
+                                   uint16_t port) {
+  if (is_curve_key(z85))
+    return admit(credential::from_curve_key(std::string{z85}), address, port);
+  admission result;
+  result.status = auth_status::unusable;
+  auto what = "not a CURVE public key (expected 40 characters of Z85, got "
+              + std::to_string(z85.size()) + " bytes)";
+  result.reason = "authentication failed: " + what;
+  auto where = address.find(':') != std::string::npos
+                 ? "[" + address + "]:" + std::to_string(port)
+                 : address + ":" + std::to_string(port);
+  audit_->slot({}, std::string{to_string(mechanism::curve_key)})
+    .authentication_failures.fetch_add(1, std::memory_order_relaxed);
+  failures_.failed(to_string(mechanism::curve_key), where, what);
+  throttle_.failed(address);
+  return result;
 }
 
 } // namespace broker::internal::security

@@ -2,6 +2,7 @@
 
 #include "broker/internal/security/credentials.hh"
 
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -77,6 +78,15 @@ std::vector<std::string> certificate_names(const x509_st* cert) {
   add_common_names(result, cert);
   add_alt_names(result, cert);
   return result;
+}
+
+credential tls_credential(const ssl_st* ssl) {
+  if (ssl == nullptr)
+    return credential::anonymous();
+  const X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr || SSL_get_verify_result(ssl) != X509_V_OK)
+    return credential::anonymous();
+  return credential::from_certificate(certificate_names(cert));
 }
 
 } // namespace broker::internal::security

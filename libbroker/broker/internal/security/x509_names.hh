@@ -8,10 +8,13 @@
 // Call only after verification succeeded: the names of an unverified certificate prove
 // nothing.
 
+#include "broker/internal/security/credentials.hh"
+
 #include <string>
 #include <vector>
 
 struct x509_st; // OpenSSL's X509.
+struct ssl_st;  // OpenSSL's SSL.
 
 namespace broker::internal::security {
 
@@ -20,5 +23,10 @@ namespace broker::internal::security {
 /// are not valid names (control characters, embedded NUL bytes, more than 1024 bytes) are
 /// left out: they could match nothing a rules file can write. Empty for a null pointer.
 std::vector<std::string> certificate_names(const x509_st* cert);
+
+/// The credential of a TLS connection whose handshake completed: its peer's certificate
+/// (certificate_names()) if it presented one and OpenSSL verified it; otherwise (null: no
+/// TLS, anonymous TLS, no certificate) the anonymous credential.
+credential tls_credential(const ssl_st* ssl);
 
 } // namespace broker::internal::security

@@ -9,6 +9,9 @@
 #include "broker/internal/ops/snapshot.hh"
 #include "broker/internal/ops/status.hh"
 #include "broker/internal/web/ws_session.hh"
+#include "broker/internal/security/bearer.hh"
+#include "broker/internal/security/connection_access.hh"
+#include "broker/internal/security/x509_names.hh"
 
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/read.hpp>
@@ -61,12 +64,18 @@ std::string_view reason_phrase(unsigned status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
     case 426:
       return "Upgrade Required";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 503:
@@ -341,6 +350,9 @@ void http_session::upgrade() {
               + ")");
     return;
   }
+  auto access = admit();
+  if (srv_->opts.access && !access)
+    return; // Answered.
   timer_.cancel();
   // Exactly Broker's lines (doc/protocol/websocket.md §2): no subprotocol, no extensions, no Server
   // header.
@@ -360,12 +372,47 @@ void http_session::upgrade() {
     app_error = check_application_name(app);
   }
   auto session = std::make_shared<ws_session>(srv_, std::move(conn_), std::move(response),
-                                              early, std::move(app));
+                                              early, std::move(app), std::move(access));
   if (!srv_->track(session)) {
     session->abort(); // The server stopped while this request was on its way.
     return;
   }
   session->start(app_error);
+}
+
+std::unique_ptr<security::connection_access> http_session::admit() {
+  auto& access = srv_->opts.access;
+  if (!access)
+    return nullptr;
+  // A bearer token (doc/security.md, "Identities"), else the client's certificate on
+  // wss://, else nothing: the anonymous identity.
+  auto target = std::string_view{req_.target().data(), req_.target().size()};
+  auto bearer = security::find_bearer_token(field(req_, http::field::authorization), target);
+  if (!bearer.error.empty()) {
+    srv_->reject(client_reject::authentication);
+    respond(400, "text/plain", bearer.error + "\n");
+    return nullptr;
+  }
+  auto cred = bearer.source != security::token_source::none
+                ? security::credential::from_token(bearer.token)
+                : security::tls_credential(conn_->native_tls());
+  auto how = cred.kind;
+  boost::system::error_code ec;
+  auto ep = conn_->socket().remote_endpoint(ec);
+  auto res = access->admit(std::move(cred), ec ? std::string{"?"} : ep.address().to_string(),
+                           ec ? 0 : ep.port());
+  if (res.admitted)
+    return std::make_unique<security::connection_access>(access, std::move(*res.admitted));
+  srv_->reject(client_reject::authentication);
+  if (res.throttled)
+    respond(429, "text/plain", res.reason + "\n",
+            "Retry-After: " + std::to_string(res.retry_after) + "\r\n");
+  else if (how == security::mechanism::token)
+    respond(401, "text/plain", res.reason + "\n",
+            "WWW-Authenticate: Bearer error=\"invalid_token\"\r\n");
+  else
+    respond(403, "text/plain", res.reason + "\n");
+  return nullptr;
 }
 
 void http_session::respond_plain(unsigned status, std::string body) {

@@ -14,7 +14,12 @@
 //      Connection headers, a Sec-WebSocket-Key of 16 base64-encoded bytes, version 13),
 //      build the 101 answer and hand the stream, with any bytes read past the request, to a
 //      ws_session, with the client's X-Application-Name. An invalid name still gets the 101
-//      (as from Zeek's server), then an error frame and close 1008 from the ws_session. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
+//      (as from Zeek's server), then an error frame and close 1008 from the ws_session.
+//      With access control, the client's bearer token (Authorization header or ?token=),
+//      else its certificate (wss://), else nothing (anonymous) is admitted first
+//      (security/runtime.hh): a malformed token gets 400, one that matches no identity
+//      401, an unknown certificate 403, an address that failed too often 429; each is
+//      counted and logged (rate-limited) with the remote address. Metrics servers: /metrics (Prometheus text), /v1/status (JSON) and the
 //      files of the web view (page.hh) at /; the numbers come from a node_snapshot
 //      (snapshot.hh), collected without blocking this strand. Anything else: Broker's 400
 //      (WebSocket servers), or 404.
@@ -35,6 +40,10 @@ namespace broker::internal {
 
 class server_impl;
 
+namespace security {
+class connection_access;
+} // namespace security
+
 class http_session : public std::enable_shared_from_this<http_session> {
 public:
   http_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn);
@@ -49,6 +58,9 @@ private:
   void read_request();
   void on_request(boost::system::error_code ec);
   void upgrade();
+  /// Access control at the upgrade: the client's access, or null and an answer sent
+  /// (400, 401, 403, 429). Null without access control, too.
+  std::unique_ptr<security::connection_access> admit();
   void answer_metrics_server(std::string_view path);
   void respond(unsigned status, std::string content_type, std::string body,
                std::string extra_headers = {});

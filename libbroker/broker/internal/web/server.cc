@@ -41,6 +41,8 @@ std::string_view to_string(client_reject x) noexcept {
       return "subscriptions";
     case client_reject::max_subscriptions:
       return "max_subscriptions";
+    case client_reject::authentication:
+      return "authentication";
   }
   return "?";
 }

@@ -38,6 +38,10 @@ class core_runtime;
 class io_runtime;
 class node_probe;
 
+namespace security {
+class runtime;
+} // namespace security
+
 /// How long http_server::stop() waits for its WebSocket clients' close handshakes.
 inline constexpr std::chrono::milliseconds shutdown_close_timeout{1000};
 
@@ -60,6 +64,8 @@ struct http_options {
   size_t max_subscriptions = 100000;      ///< broker.web-socket.max-subscriptions.
   size_t max_control_bytes = 1024 * 1024; ///< broker.max-pending-control-bytes.
   size_t ping_interval_ms = 5000;   ///< broker.web-socket.ping-interval; 0: no pings.
+  /// WebSocket servers: access control (security/runtime.hh); null: none.
+  std::shared_ptr<security::runtime> access;
 };
 
 /// Why the WebSocket server turned a client away (broker_web_socket_rejected_clients_total).
@@ -70,9 +76,10 @@ enum class client_reject : uint8_t {
   application_name,  ///< Invalid X-Application-Name (error frame, close 1008).
   subscriptions,     ///< First message not a JSON array of strings (close 1008).
   max_subscriptions, ///< More than broker.web-socket.max-subscriptions (close 1008).
+  authentication,    ///< A credential that failed, or a throttled address (HTTP 400, 401, 403, 429).
 };
 
-inline constexpr size_t num_client_rejects = 6;
+inline constexpr size_t num_client_rejects = 7;
 
 /// The label value of `x`, e.g. "application_name".
 std::string_view to_string(client_reject x) noexcept;

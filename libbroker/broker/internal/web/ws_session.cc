@@ -27,11 +27,13 @@ constexpr auto close_timeout = std::chrono::seconds{1};
 } // namespace
 
 ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-                       std::string response, std::string_view early, std::string app)
+                       std::string response, std::string_view early, std::string app,
+                       std::unique_ptr<security::connection_access> access)
   : queued_channel(std::move(conn), &srv->gate),
     srv_(std::move(srv)),
     timer_(conn_->get_executor()),
     reader_(srv_->opts.max_message_size),
+    access_(std::move(access)),
     app_(std::move(app)) {
   boost::system::error_code ec;
   auto ep = conn_->socket().remote_endpoint(ec);
@@ -61,6 +63,15 @@ void ws_session::start(const std::string& app_error) {
     write_more();
     read_more();
     return;
+  }
+  if (access_) {
+    std::weak_ptr<ws_session> weak = self();
+    access_->watch_reloads([weak, exec = conn_->get_executor(), srv = srv_] {
+      srv->post(exec, [weak] {
+        if (auto self = weak.lock())
+          self->check_access();
+      });
+    });
   }
   timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
   timer_.async_wait([self = self()](boost::system::error_code ec) {
@@ -181,6 +192,12 @@ void ws_session::on_first_message(std::string_view text) {
   auto id = srv_->next_id();
   set_queue(std::make_shared<message_queue>(opts.buffer_size, opts.policy));
   attach(id, std::make_unique<net_input>(srv_->rt->routing(), id, source_kind::client));
+  if (access_) {
+    auto sub = access_->subscribe(std::move(*filter));
+    *filter = std::move(sub.granted);
+    access_notices_ = std::move(sub.notices);
+    in_->set_gate(access_.get());
+  }
   std::weak_ptr<ws_session> weak = self();
   out_->on_ready([weak] {
     if (auto self = weak.lock())
@@ -218,6 +235,7 @@ void ws_session::on_caught_up() {
   arm_ping();
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
+  tell_access(std::exchange(access_notices_, {}));
   // The channel decodes the frames that arrived right behind the subscriptions next.
 }
 
@@ -352,22 +370,31 @@ bool ws_session::fill(gather_buffer& out) {
   out.copy(ctrl_);
   ctrl_.clear();
   if (phase_ == phase::attached && out_ && !close_pending_) {
-    std::optional<filter_type> unused;
-    if (!out_->take(batch_, unused)) {
-      // The queue closed: the core removed us, or we overflowed under `disconnect`.
-      if (out_->overflowed()) {
-        out.copy(ws::make_frame(
-          ws::opcode::text,
-          json::make_error("backpressure_overflow",
-                           "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
-                             + " messages; disconnecting")));
-        close_with(ws::close_normal, "backpressure overflow");
-      } else {
-        close_with(ws::close_normal, "EOF");
+    for (;;) {
+      std::optional<filter_type> unused;
+      bool open = out_->take(batch_, unused);
+      if (!open) {
+        // The queue closed: the core removed us, or we overflowed under `disconnect`.
+        if (out_->overflowed()) {
+          out.copy(ws::make_frame(
+            ws::opcode::text,
+            json::make_error("backpressure_overflow",
+                             "output queue exceeded " + std::to_string(srv_->opts.buffer_size)
+                               + " messages; disconnecting")));
+          close_with(ws::close_normal, "backpressure overflow");
+        } else {
+          close_with(ws::close_normal, "EOF");
+        }
       }
+      for (auto& msg : batch_)
+        if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
+          out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+      if (!open || batch_.empty() || !out.empty())
+        break;
+      // Every message was refused: take again, so that the queue sees an empty take and
+      // counts us idle; otherwise its next push would not wake us.
+      batch_.clear();
     }
-    for (auto& msg : batch_)
-      out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
   }
   if (close_pending_ && !close_sent_) {
     out.copy(ws::make_close_frame(close_code_, close_reason_));
@@ -389,6 +416,47 @@ bool ws_session::after_write() {
 
 void ws_session::on_write_error(const boost::system::error_code& ec) {
   finish(peer_end::lost, "write failed: " + ec.message());
+}
+
+// -- access control -----------------------------------------------------------------------
+
+void ws_session::on_routed() {
+  check_access();
+}
+
+void ws_session::tell_access(const std::vector<std::string>& notices) {
+  for (const auto& notice : notices) {
+    log(log_level::info, "security",
+        describe() + " (" + access_->describe_identity() + "): " + notice);
+    queue_control(ws::make_frame(ws::opcode::text, json::make_error("access_denied", notice)));
+  }
+  if (!notices.empty())
+    write_more();
+}
+
+void ws_session::check_access() {
+  if (!access_ || closed_ || phase_ != phase::attached || !access_->needs_attention())
+    return;
+  if (access_->has_notices())
+    tell_access(access_->take_notices());
+  auto res = access_->poll_reload();
+  if (!res.reloaded || closed_)
+    return;
+  if (res.revoked) {
+    tell_access({"the client's credential has no identity any more after a reload of the "
+                 "rules; closing"});
+    if (!close_pending_ && !close_sent_)
+      close_with(ws::close_policy_violation, "identity revoked");
+    return;
+  }
+  if (!res.sub.changed)
+    return;
+  tell_access(res.sub.notices);
+  srv_->rt->post([id = id(), f = security::connection_access::to_filter(res.sub.granted)](
+                   core_state& st) mutable {
+    st.update_client_filter(id, std::move(f));
+    st.commit();
+  });
 }
 
 // -- ending -------------------------------------------------------------------------------

@@ -37,6 +37,12 @@
 //      that sends on its own gets none. One that stays silent for an interval after a ping
 //      (while we could write to it and were reading from it) is closed with 1001 and
 //      counted as a ping timeout.
+//   4c. Access control (doc/security.md), if http_session admitted the client with an
+//      identity: its subscriptions are checked before the core gets them (narrowed or
+//      refused prefixes: error frames `access_denied` right after the ack); the router
+//      asks access_ once per run of what it publishes (a refused rule: one error frame);
+//      deliveries are checked under filtered prefixes. After a reload: new subscriptions
+//      for the core, or close 1008 if the identity was revoked.
 //   5. Closing: a client's close frame is answered with the same code; a violation of the
 //      protocol with 1002/1003/1007/1009. After our own close frame the session waits for
 //      the client's (bounded), then ends. The core learns of the end once the client's last
@@ -47,6 +53,7 @@
 #include "broker/internal/core/send_queue.hh"
 #include "broker/internal/core/net_input.hh"
 #include "broker/internal/net/channel.hh"
+#include "broker/internal/security/connection_access.hh"
 #include "broker/internal/web/ws_frame.hh"
 
 #include <boost/asio/steady_timer.hpp>
@@ -63,8 +70,10 @@ class ws_session : public queued_channel<data_message> {
 public:
   /// `response` is the 101 answer to send first; `early` holds bytes that arrived behind
   /// the upgrade request. `app` is the client's X-Application-Name (empty if it sent none).
+  /// `access`: the client's access control (null: none).
   ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream> conn,
-             std::string response, std::string_view early, std::string app = {});
+             std::string response, std::string_view early, std::string app = {},
+             std::unique_ptr<security::connection_access> access = nullptr);
   ~ws_session();
 
   ws_session(const ws_session&) = delete;
@@ -102,6 +111,11 @@ private:
   /// "client <id> (<address>:<port>[, app <name>])" for log lines.
   std::string describe() const;
 
+  // -- access control
+  void on_routed() override; // Checks for access notices and reloads.
+  void check_access();
+  void tell_access(const std::vector<std::string>& notices);
+
   // -- liveness
   void arm_ping();
   void on_ping_tick();
@@ -134,6 +148,8 @@ private:
 
   // Attachment to the core.
   endpoint_id client_id_ = endpoint_id::random();
+  std::unique_ptr<security::connection_access> access_; ///< Null without access control.
+  std::vector<std::string> access_notices_; ///< About the subscriptions, sent after the ack.
   bool registered_ = false; ///< add_client() is posted: the end must detach the client.
   /// The end, told to the core once the input is routed (with close_reason_).
   peer_end detach_why_ = peer_end::removed;

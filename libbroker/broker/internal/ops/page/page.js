@@ -2,7 +2,8 @@
 // is visible (a hidden tab costs the node nothing) and redraws: the mesh (this node, its
 // peers with the subscriptions they announced, peerings being dialed and why they wait,
 // WebSocket clients and local handlers as groups), queue fill bars, rates with a
-// sparkline, stores, drops, totals (each explained on hover) and the node's recent events.
+// sparkline, stores, drops, totals (each explained on hover), what the access rules refused
+// and the node's recent events.
 // No libraries, no build step: plain DOM and SVG.
 "use strict";
 
@@ -19,6 +20,7 @@ const TOTALS = {
   delivered: ["messages delivered", "messages put into the queues of subscribers, peers and clients"],
   dropped: ["messages dropped", "messages an overflow policy dropped because a queue was full"],
   unrouted: ["without subscribers", "published messages that no subscriber, peer or client wanted (unrouted)"],
+  refused: ["refused by access rules", "messages from peers and WebSocket clients that the access rules did not let them publish"],
   duplicates: ["duplicates ignored", "messages that arrived twice over different paths and were dropped once"],
   suspended_sources: ["sources paused now", "publishers, peers or clients not read right now because a queue they feed is full (policy block)"],
   suspensions: ["times a source paused", "how often a source was paused for a full queue since start (suspensions)"],
@@ -292,6 +294,39 @@ function drawTables(st) {
   }
 }
 
+function drawAccess(st) {
+  const acc = st.access;
+  const body = $("access").tBodies[0];
+  body.replaceChildren();
+  if (!acc) return;
+  $("access-state").textContent = acc.enforcing
+    ? `(${plural(acc.identities, "identity", "identities")}, ${plural(acc.rules, "rule")} from ${acc.rules_file})`
+    : acc.rules_file ? `(${acc.rules_file} defines no identity: everything allowed)`
+    : "(no rules: everything allowed)";
+  const rows = acc.refusals || [];
+  for (const x of rows) {
+    const tr = el("tr");
+    tr.append(el("td", {}, x.identity === null ? "(built-in)" : x.identity), el("td", {}, x.rule),
+              el("td", { class: "num" }, fmt(x.publishes)),
+              el("td", { class: "num" }, fmt(x.subscriptions)),
+              el("td", { class: "num" }, fmt(x.deliveries)));
+    body.append(tr);
+  }
+  for (const x of acc.authentication_failures || []) {
+    const tr = el("tr", { title: "credentials that matched no identity; throttled: refused " +
+                                 "unchecked after too many failures from one address" });
+    tr.append(el("td", { colspan: 2 }, `failed ${x.mechanism} authentications` +
+                                        (x.throttled ? ` (+ ${fmt(x.throttled)} throttled)` : "")),
+              el("td", { colspan: 3, class: "num" }, fmt(x.failures)));
+    body.append(tr);
+  }
+  if (body.rows.length === 0) {
+    const tr = el("tr");
+    tr.append(el("td", { colspan: 5, class: "muted" }, "nothing refused"));
+    body.append(tr);
+  }
+}
+
 function drawEvents(st) {
   const box = $("events");
   box.replaceChildren();
@@ -315,6 +350,7 @@ function draw(st) {
   drawRates(st);
   drawQueues(st);
   drawTables(st);
+  drawAccess(st);
   drawEvents(st);
 }
 
