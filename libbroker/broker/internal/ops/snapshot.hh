@@ -111,6 +111,8 @@ struct zeromq_report {
   uint64_t accepted = 0, failed = 0, dropped = 0;
   uint64_t bridged_to_core = 0, bridged_from_core = 0, not_bridged = 0, bridge_dropped = 0;
   std::vector<zeromq_link_report> links;
+};
+
 /// One row of the access-control audit (security/audit.hh), copied for the views.
 struct access_row {
   /// The identity; empty for built-in rules and for failed authentications.
