@@ -36,6 +36,8 @@ struct link_status {
   uint64_t messages_out = 0;
   uint64_t dropped = 0;
   uint64_t queued = 0;
+  uint64_t capacity = 0;  ///< broker.zeromq.buffer-size
+  std::string policy;     ///< broker.zeromq.overflow-policy
 };
 
 /// Totals of the server (Zeek's forwarder counters and ours).
