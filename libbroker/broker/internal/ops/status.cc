@@ -347,6 +347,8 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       lj["messages_out"] = l.messages_out;
       lj["dropped"] = l.dropped;
       lj["queued"] = l.queued;
+      lj["zeek_node_id"] = l.zeek_id.empty() ? json{} : json(l.zeek_id);
+      lj["zeek_node_name"] = l.zeek_name.empty() ? json{} : json(l.zeek_name);
       // The same queue object as every other connection's entry.
       lj["queue"] = {{"size", l.queued},
                      {"capacity", l.capacity},

@@ -14,7 +14,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace asio = boost::asio;
@@ -101,8 +103,18 @@ public:
       st.queued = l->queue_size();
       st.capacity = cfg_.buffer_size;
       st.policy = std::string{to_string(cfg_.policy)};
+      std::tie(st.zeek_id, st.zeek_name) = l->zeek_node();
       result.push_back(std::move(st));
     }
+    // A node's name comes from its XPUB (xsub side); its XSUB connection gets it by id.
+    std::map<std::string, std::string> names;
+    for (auto& st : result)
+      if (!st.zeek_id.empty() && !st.zeek_name.empty())
+        names.emplace(st.zeek_id, st.zeek_name);
+    for (auto& st : result)
+      if (st.zeek_name.empty())
+        if (auto i = names.find(st.zeek_id); i != names.end())
+          st.zeek_name = i->second;
     return result;
   }
 
