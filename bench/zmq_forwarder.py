@@ -161,7 +161,24 @@ def one_run(run, args, bins, kind, extra):
         cmd = [bins["zmq-drive"], "--xsub-port", str(fwd.xsub_port), "--xpub-port",
                str(fwd.xpub_port), "--forwarder-pid", str(fwd.proc.pid), "--io-threads",
                str(args.io_threads), "--seconds", str(args.seconds)] + extra
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Stall runs: read /v1/status while the connections are open (after the run they
+        # are closed and only totals.dropped holds their drops); the last reading that
+        # attributes drops to a connection is kept. Fan-out runs are not disturbed.
+        live = None
+        if kind == "broker-node" and "stall" in extra:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+                d = fwd.drops()
+                if d and d.get("entries"):
+                    live = d
+        try:
+            out, err = p.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        p = subprocess.CompletedProcess(cmd, p.returncode, out, err)
         lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
         if p.returncode != 0 or not lines:
             run.say("# FAILED %s %s: %s %s" % (kind, " ".join(extra), p.stdout.strip()[-300:],
@@ -171,6 +188,10 @@ def one_run(run, args, bins, kind, extra):
         mem = fwd.memory()
         r["rss_kib"], r["hwm_kib"] = mem.get("VmRSS"), mem.get("VmHWM")
         r["drops"] = fwd.drops()
+        if live is not None:
+            # Entries while the connections were open; the total at the end of the run.
+            r["drops"] = {"total": r["drops"].get("total") if r["drops"] else None,
+                          "entries": live["entries"]}
         return r
     finally:
         fwd.stop()

@@ -244,10 +244,12 @@ void print_tables(const json& st) {
     for (auto& c : z["connections"]) {
       if (rows.size() == max_rows)
         break;
-      rows.push_back({text(c["side"]), text(c["peer"]), text(c["queued"]),
+      rows.push_back({text(c["side"]), text(c["peer"]), text(c.value("zeek_node_name", json{})),
+                      text(c.value("zeek_node_id", json{})), text(c["queued"]),
                       text(c["messages_in"]), text(c["messages_out"]), text(c["dropped"])});
     }
-    table("ZeroMQ connections", {"SIDE", "PEER", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
+    table("ZeroMQ connections",
+          {"SIDE", "PEER", "ZEEK NODE", "NODE ID", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
           z["connections"].size());
     std::printf("  node id %s, XSUB port %s, XPUB port %s, failed %s, bridged in %s, out %s, "
                 "not bridged %s\n",

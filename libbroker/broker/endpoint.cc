@@ -180,12 +180,15 @@ endpoint::endpoint(configuration cfg) {
                                       "broker.web-socket.address");
   if (!startup_error_) {
     auto zs = internal::read_zeromq_settings(conf);
+    // Node mode is not implemented: refuse rather than ignore, so that nobody runs a
+    // node that looks configured and never joins the cluster.
     if (!zs.connect_xpub.empty() || !zs.connect_xsub.empty())
-      ctx_->io()->get_logger().write(
-        internal::log_level::warning, "zeromq",
-        "broker.zeromq.connect-xpub / connect-xsub (node mode) are not supported yet and "
-        "are ignored; run broker-node as the forwarder (broker.zeromq.xsub-port, xpub-port)");
-    if (zs.xsub_port != 0 || zs.xpub_port != 0) {
+      startup_error_ = error{ec::invalid_config,
+                             std::string{"broker.zeromq.connect-xpub / connect-xsub: node mode "
+                                         "(joining an existing ZeroMQ forwarder) is not "
+                                         "supported yet; unset them and run broker-node as "
+                                         "the forwarder (broker.zeromq.xsub-port, xpub-port)"}};
+    else if (zs.xsub_port != 0 || zs.xpub_port != 0) {
       if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs, ctx_->runtime(),
                                                      ctx_->next_id());
           !srv) {

@@ -174,8 +174,20 @@ def test_rate(binary):
         check(not node.matching(is_status("peer_added")), "-r alone prints no status lines")
 
 
+def test_zeromq_node_mode_refused(binary):
+    """broker.zeromq.connect-xpub / connect-xsub (node mode, not implemented yet) stop the
+    node at start with an error that names them, instead of being ignored"""
+    for opt in ["--broker.zeromq.connect-xpub=tcp://127.0.0.1:5556",
+                "--broker.zeromq.connect-xsub=tcp://127.0.0.1:5555"]:
+        code, _, err = run_once(binary, ["-p", "0", "--listen-address=127.0.0.1", opt,
+                                         "--broker.disable-ssl"])
+        check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (opt, code, err))
+        check("broker.zeromq.connect-xpub / connect-xsub" in err and "not supported" in err,
+              "%s: the error names the options and says why: %s" % (opt, err))
+
+
 if __name__ == "__main__":
     run_tests([test_help, test_invalid_configuration, test_port_in_use, test_web_socket_gateway,
                test_signals,
                test_config_file_and_environment, test_ping_pong, test_ping_without_ponger,
-               test_rate], limit=90)
+               test_rate, test_zeromq_node_mode_refused], limit=90)

@@ -181,8 +181,10 @@ def test_metrics(node_bin):
         m0 = scrape_metrics(port)
         name = "zeek_cluster_zeromq_proxy_frontend_messages_received"
         check(any(k.startswith(name) for k in m0), "no %s in /metrics" % name)
+        # A topic someone holds: a node's XPUB drops an event nobody subscribed to before it
+        # leaves the node (libzmq filters at the publisher), so the forwarder never sees it.
         for i in range(5):
-            b.manager.publish(b"zeek/metrics/", "Test::count", i)
+            b.manager.publish(TO_ZEEK + b"metrics", "Test::count", i)
         wait_metric(port, name + "_total" if name + "_total" in m0 else name,
                     lambda v: v >= m0.get(name + "_total", m0.get(name, 0)) + 5,
                     what="five more events received by the frontend")

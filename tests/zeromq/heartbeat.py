@@ -4,7 +4,7 @@ connections stay up, no byte moves).
 
 Zeek sets no ZMTP heartbeats, and libzmq's forwarder sends none: it keeps the silent node
 and its subscriptions for as long as TCP does (the reference run checks that nothing
-happens for 4 s). broker-node sends PINGs every broker.zeromq.heartbeat-interval (1 s here)
+happens for 4 s). broker-node sends PINGs every broker.zeromq.heartbeat-interval (1000 ms here)
 and closes a connection that stays silent; the other nodes then see the node's
 subscriptions cancelled and raise node_down within 10 s. Once the relays resume, the node
 reconnects by itself and is node_up again everywhere, with either forwarder.
@@ -28,7 +28,7 @@ from brokertest.procs import Cleanup  # noqa: E402
 from brokertest.proxy import Proxy  # noqa: E402
 from zeek_cluster import Cluster, node_topic  # noqa: E402
 
-HEARTBEAT = "1s"
+HEARTBEAT = "1000"  # milliseconds, as every interval option in the options table
 NODE_DOWN_WITHIN = 10.0
 REFERENCE_WATCH = 4.0
 

@@ -15,10 +15,12 @@ Usage: hostile.py <broker-node>. Needs /usr/bin/python3 with python3-zmq (else
 skipped).
 """
 
+import json
 import os
 import socket
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -29,7 +31,7 @@ from brokertest import zeek_zmq  # noqa: E402
 if not zeek_zmq.zmq_available():
     skip_script("no pyzmq (apt-get install python3-zmq, or scripts/install-deps)")
 
-from zeek_cluster import Cluster, node_topic  # noqa: E402
+from zeek_cluster import Cluster, node_topic, nodeid_topic, zeek_event  # noqa: E402
 
 NAMES = ["manager", "proxy", "worker-1", "worker-2"]
 CLOSE_TIMEOUT = 5.0
@@ -121,4 +123,38 @@ def test_garbage_disturbs_nobody(node_bin):
             check_eq(n.downs, [], "node_down at %s" % n.name)
 
 
-run_tests([test_garbage_disturbs_nobody], limit=60)
+def test_bad_hellos_pass_through(node_bin):
+    """malformed ZeroMQ::hello payloads on a nodeid topic (broker-node reads the hello for
+    the node's name, doc/zeek-cluster.md): forwarded byte-exact, broker-node unharmed, the
+    real names still shown"""
+    hello = "Cluster::Backend::ZeroMQ::hello"
+    good = zeek_event(hello, "manager", "x")
+    bad = [good[:-3], good[:5], b"", b"\xff" * 40, zeek_event(hello, "a", "b", "c"),
+           zeek_event(hello, 7, 8), zeek_event(hello), zeek_event("Other::event", "a", "b")]
+    with Cluster(node_bin) as c:
+        a, b = c.node(NAMES[0]), c.node(NAMES[1])
+        c.pump(c.all_up(), what="node_up everywhere")
+        for payload in bad:
+            check(a.z.publish(nodeid_topic(b.id), payload), "publish")
+        # A well-formed hello that names another node's id (Zeek's node takes it as a hello).
+        check(a.z.publish(nodeid_topic(b.id), zeek_event(hello, "impostor", "not-its-id")),
+              "publish")
+        c.pump(lambda: sum(1 for e in b.events if e[0] == nodeid_topic(b.id)) >= len(bad)
+               and (b"impostor", b"not-its-id") in b.hellos,
+               what="the bad hellos at %s" % b.name.decode())
+        got = [e[3] for e in b.events if e[0] == nodeid_topic(b.id)]
+        check_eq(got, bad, "what %s got" % b.name.decode())
+        exchange(c, [a, b], "after")
+        if c.fwd.kind == "node":
+            check(c.fwd.node.alive(), "broker-node exited\n%s" % c.fwd.node.describe())
+            url = "http://%s:%d/v1/status" % (LOCALHOST, c.fwd.node.metrics_port)
+            with urllib.request.urlopen(url, timeout=10) as res:
+                conns = json.load(res)["zeromq"]["connections"]
+            names = {x["zeek_node_id"]: x["zeek_node_name"] for x in conns}
+            check_eq(names.get(a.id.decode()), a.name.decode(), "the name shown for %s"
+                     % a.id.decode())
+            check("impostor" not in names.values(), "a hello naming another id was taken: %r"
+                  % names)
+
+
+run_tests([test_garbage_disturbs_nobody, test_bad_hellos_pass_through], limit=60)

@@ -146,9 +146,10 @@ class ClusterNode:
             self.own_echoes += 1
             return
         ev = decode_event(frames[3]) if frames[2] == FORMAT else None
-        if ev and ev[0] == ZMQ_HELLO and len(ev[1]) == 2:
+        two_strings = ev and len(ev[1]) == 2 and all(isinstance(x, str) for x in ev[1])
+        if ev and ev[0] == ZMQ_HELLO and two_strings:
             self.on_zeromq_hello(ev[1][0].encode(), ev[1][1].encode())
-        elif ev and ev[0] == CLUSTER_HELLO and len(ev[1]) == 2:
+        elif ev and ev[0] == CLUSTER_HELLO and two_strings:
             name, nid = ev[1][0].encode(), ev[1][1].encode()
             if name not in self.ids:
                 self.ups.append((name, nid))

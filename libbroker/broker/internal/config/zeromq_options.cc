@@ -67,17 +67,21 @@ void append_zeromq_options(std::vector<option_info>& table) {
                       "Z85 CURVE public key of the forwarder sockets; empty: derived from the "
                       "secret key (Zeek: curve_server_publickey)"));
   table.push_back(secret_row("broker.zeromq.curve-client-secret-key",
-                             "Z85 CURVE secret key of this node's connections in node mode "
-                             "(Zeek: curve_client_secretkey)"));
+                             "Z85 CURVE secret key of this node's connections in node mode, "
+                             "which is not supported yet (Zeek: curve_client_secretkey)"));
   table.push_back(row("broker.zeromq.curve-client-public-key", option_type::string, "",
-                      "Z85 CURVE public key of this node's connections in node mode (Zeek: "
-                      "curve_client_publickey)"));
+                      "Z85 CURVE public key the Zeek nodes share (Zeek: curve_client_publickey); "
+                      "with CURVE on, the forwarder admits only a node with this key (others "
+                      "are refused, ZAP status 400, as by Zeek's forwarder); empty: any "
+                      "client key"));
   table.push_back(row("broker.zeromq.connect-xpub", option_type::string, "",
-                      "node mode: tcp://host:port of an existing forwarder's XSUB that our "
-                      "XPUB connects to (Zeek: connect_xpub_endpoint); empty: off"));
+                      "node mode (NOT supported yet: set, broker-node refuses to start): "
+                      "tcp://host:port of an existing forwarder's XSUB that our XPUB would "
+                      "connect to (Zeek: connect_xpub_endpoint); empty: off"));
   table.push_back(row("broker.zeromq.connect-xsub", option_type::string, "",
-                      "node mode: tcp://host:port of an existing forwarder's XPUB that our "
-                      "XSUB connects to (Zeek: connect_xsub_endpoint); empty: off"));
+                      "node mode (NOT supported yet: set, broker-node refuses to start): "
+                      "tcp://host:port of an existing forwarder's XPUB that our XSUB would "
+                      "connect to (Zeek: connect_xsub_endpoint); empty: off"));
   table.push_back(row("broker.zeromq.node-id", option_type::string, "",
                       "this node's ZeroMQ node id; empty: generated as Zeek does "
                       "(brokernode_<name>_<host>_<pid>_<random>)"));

@@ -100,7 +100,8 @@ private:
     out.bridge_dropped = c.bridge_dropped;
     for (auto& l : srv->links())
       out.links.push_back(zeromq_link_report{l.side, l.peer, l.messages_in, l.messages_out,
-                                             l.dropped, l.queued});
+                                             l.dropped, l.queued, l.capacity,
+                                             l.policy, l.zeek_id, l.zeek_name});
   }
 
   static void add_clients(const endpoint_context& ctx, client_report& out) {

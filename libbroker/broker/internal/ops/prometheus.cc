@@ -269,12 +269,12 @@ const std::vector<family_row>& rows() {
        w.sample({}, in.snap.network.zeromq.frontend_messages_received);
      }},
     {{"zeek_cluster_zeromq_proxy_frontend_bytes_sent", "counter", "-", false,
-      "Bytes of subscriptions sent to nodes' XPUBs."},
+      "Bytes of subscription messages passed to the XSUB side (once each, as zmq_proxy_steerable counts; not per node)."},
      [](const render_input& in, writer& w) {
        w.sample({}, in.snap.network.zeromq.frontend_bytes_sent);
      }},
     {{"zeek_cluster_zeromq_proxy_frontend_messages_sent", "counter", "-", false,
-      "Subscriptions sent to nodes' XPUBs."},
+      "Subscription messages passed to the XSUB side (once each, as zmq_proxy_steerable counts; not per node)."},
      [](const render_input& in, writer& w) {
        w.sample({}, in.snap.network.zeromq.frontend_messages_sent);
      }},
@@ -289,12 +289,12 @@ const std::vector<family_row>& rows() {
        w.sample({}, in.snap.network.zeromq.backend_messages_received);
      }},
     {{"zeek_cluster_zeromq_proxy_backend_bytes_sent", "counter", "-", false,
-      "Bytes of events queued for nodes' XSUBs."},
+      "Bytes of events forwarded to the XPUB side (once each, as zmq_proxy_steerable counts; not per receiving node)."},
      [](const render_input& in, writer& w) {
        w.sample({}, in.snap.network.zeromq.backend_bytes_sent);
      }},
     {{"zeek_cluster_zeromq_proxy_backend_messages_sent", "counter", "-", false,
-      "Events queued for nodes' XSUBs."},
+      "Events forwarded to the XPUB side (once each, as zmq_proxy_steerable counts; not per receiving node)."},
      [](const render_input& in, writer& w) {
        w.sample({}, in.snap.network.zeromq.backend_messages_sent);
      }},

@@ -95,6 +95,10 @@ struct zeromq_link_report {
   uint64_t messages_out = 0;
   uint64_t dropped = 0; ///< By the overflow policy.
   uint64_t queued = 0;
+  uint64_t capacity = 0;
+  std::string policy;
+  std::string zeek_id;   ///< The Zeek node's id, once seen.
+  std::string zeek_name; ///< Its name (from its ZeroMQ::hello), once seen.
 };
 
 /// The ZeroMQ forwarder and bridge (all zero unless broker.zeromq.*-port is set).

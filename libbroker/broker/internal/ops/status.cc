@@ -32,6 +32,12 @@ uint64_t all_drops(const endpoint_metrics& m) {
   return n;
 }
 
+/// Drops everywhere: the core's handlers and the ZeroMQ connections (their own queues,
+/// outside the core; closed connections included).
+uint64_t all_drops(const node_snapshot& snap) {
+  return all_drops(snap.core.metrics) + snap.network.zeromq.dropped;
+}
+
 uint64_t all_delivered(const endpoint_metrics& m) {
   uint64_t n = 0;
   for (auto& k : m.kinds)
@@ -141,7 +147,7 @@ rate_tracker::sample rate_tracker::make_sample(const node_snapshot& snap) {
   auto& m = snap.core.metrics;
   s.processed = m.processed;
   s.delivered = all_delivered(m);
-  s.dropped = all_drops(m);
+  s.dropped = all_drops(snap);
   s.unrouted = m.unrouted;
   s.duplicates = m.duplicates;
   s.handlers.reserve(snap.core.handlers.size());
@@ -238,7 +244,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   doc["totals"] = {{"processed", m.processed},
                    {"processed_commands", m.processed_commands},
                    {"delivered", all_delivered(m)},
-                   {"dropped", all_drops(m)},
+                   {"dropped", all_drops(snap)},
                    {"unrouted", m.unrouted},
                    {"refused", m.refused},
                    {"duplicates", m.duplicates},
@@ -379,6 +385,14 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       lj["messages_out"] = l.messages_out;
       lj["dropped"] = l.dropped;
       lj["queued"] = l.queued;
+      lj["zeek_node_id"] = l.zeek_id.empty() ? json{} : json(l.zeek_id);
+      lj["zeek_node_name"] = l.zeek_name.empty() ? json{} : json(l.zeek_name);
+      // The same queue object as every other connection's entry.
+      lj["queue"] = {{"size", l.queued},
+                     {"capacity", l.capacity},
+                     {"policy", l.policy},
+                     {"fill", l.capacity == 0 ? 0.0
+                                              : static_cast<double>(l.queued) / l.capacity}};
       links.push_back(std::move(lj));
     }
     zj["connections"] = std::move(links);

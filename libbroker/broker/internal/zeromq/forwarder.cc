@@ -16,11 +16,10 @@ void forwarder::add_publisher(link* x) {
   std::lock_guard<std::mutex> guard{mtx_};
   if (!publishers_.insert(x).second)
     return;
-  for (auto& [prefix, n] : held_) {
+  // libzmq's XSUB replays these to a new pipe by itself: not the proxy's traffic, so not
+  // counted (the counters are zmq_proxy_steerable's STATISTICS, forwarder.hh).
+  for (auto& [prefix, n] : held_)
     x->pass_subscription(true, prefix);
-    add(counters_.frontend_messages_sent, 1);
-    add(counters_.frontend_bytes_sent, prefix.size() + 1);
-  }
 }
 
 void forwarder::remove_publisher(link* x) {
@@ -40,15 +39,17 @@ void forwarder::remove_subscriber(link* x) {
     return;
   auto prefixes = std::move(i->second);
   subscribers_.erase(i);
-  // libzmq's XPUB (VERBOSER) reports one unsubscribe per prefix the pipe held.
-  for (auto& prefix : prefixes)
+  // libzmq's XPUB (VERBOSER) reports one unsubscribe per prefix the pipe held; the proxy
+  // receives each from its backend and sends it to its frontend.
+  for (auto& prefix : prefixes) {
+    count_subscription(prefix);
     xsub_send(x, false, prefix);
+  }
 }
 
 void forwarder::subscription(link* x, bool subscribe, const std::string& prefix) {
   std::lock_guard<std::mutex> guard{mtx_};
-  add(counters_.backend_messages_received, 1);
-  add(counters_.backend_bytes_received, prefix.size() + 1);
+  count_subscription(prefix);
   // The XPUB side: a set of prefixes per connection (libzmq's mtrie holds each pipe once
   // per prefix: a second subscribe adds nothing, one unsubscribe removes it).
   if (auto i = subscribers_.find(x); i != subscribers_.end()) {
@@ -59,6 +60,15 @@ void forwarder::subscription(link* x, bool subscribe, const std::string& prefix)
   }
   // XPUB_VERBOSER reports every one of them to the XSUB side.
   xsub_send(x, subscribe, prefix);
+}
+
+void forwarder::count_subscription(const std::string& prefix) {
+  // One message from the backend (XPUB) and one to the frontend (XSUB), whatever the XSUB
+  // side then passes on and to how many publishers.
+  add(counters_.backend_messages_received, 1);
+  add(counters_.backend_bytes_received, prefix.size() + 1);
+  add(counters_.frontend_messages_sent, 1);
+  add(counters_.frontend_bytes_sent, prefix.size() + 1);
 }
 
 void forwarder::xsub_send(link* from, bool subscribe, const std::string& prefix) {
@@ -83,8 +93,6 @@ void forwarder::pass_locked(link* from, bool subscribe, const std::string& prefi
     if (p == from)
       continue; // The bridge is both: it does not need its own subscriptions back.
     p->pass_subscription(subscribe, prefix);
-    add(counters_.frontend_messages_sent, 1);
-    add(counters_.frontend_bytes_sent, prefix.size() + 1);
   }
 }
 
@@ -120,8 +128,10 @@ size_t forwarder::publish(link* from, const shared_event& ev) {
   }
   if (tap_ && from != tap_owner_)
     tap_(ev);
-  add(counters_.backend_messages_sent, n);
-  add(counters_.backend_bytes_sent, n * ev->bytes.size());
+  // The proxy sends each event once to its backend (XPUB), which fans it out or drops it:
+  // once, whatever the number of receivers (zmq_proxy_steerable's STATISTICS).
+  add(counters_.backend_messages_sent, 1);
+  add(counters_.backend_bytes_sent, ev->bytes.size());
   return n;
 }
 

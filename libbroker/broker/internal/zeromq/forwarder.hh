@@ -55,16 +55,22 @@ public:
   virtual void pass_subscription(bool subscribe, const std::string& prefix) = 0;
 };
 
-/// Zeek's forwarder counters (zeek_cluster_zeromq_proxy_*): the frontend is the XSUB side
-/// (publishers), the backend the XPUB side (subscribers).
+/// Zeek's forwarder counters (zeek_cluster_zeromq_proxy_*), as libzmq 4.3's
+/// zmq_proxy_steerable counts them (STATISTICS): the frontend is the XSUB side
+/// (publishers), the backend the XPUB side (subscribers); a multipart message counts once,
+/// its bytes are the frames' bytes (no framing). The proxy sees each message once on its
+/// way through, not per receiver: an event counts once as received by the frontend and
+/// once as sent by the backend however many subscribers get it (none included); a
+/// subscription message once as received by the backend and sent to the frontend however
+/// many publishers it reaches. The XSUB side's replay to a new publisher is not counted.
 struct forwarder_counters {
-  std::atomic<uint64_t> frontend_messages_received{0};
+  std::atomic<uint64_t> frontend_messages_received{0}; ///< events from publishers
   std::atomic<uint64_t> frontend_bytes_received{0};
-  std::atomic<uint64_t> frontend_messages_sent{0}; ///< subscriptions passed to publishers
+  std::atomic<uint64_t> frontend_messages_sent{0}; ///< subscription messages passed on
   std::atomic<uint64_t> frontend_bytes_sent{0};
   std::atomic<uint64_t> backend_messages_received{0}; ///< subscriptions from subscribers
   std::atomic<uint64_t> backend_bytes_received{0};
-  std::atomic<uint64_t> backend_messages_sent{0}; ///< events delivered to subscribers
+  std::atomic<uint64_t> backend_messages_sent{0}; ///< events forwarded (once each)
   std::atomic<uint64_t> backend_bytes_sent{0};
 };
 
@@ -107,6 +113,7 @@ public:
   const forwarder_counters& counters() const noexcept { return counters_; }
 
 private:
+  void count_subscription(const std::string& prefix);
   void xsub_send(link* from, bool subscribe, const std::string& prefix);
   void pass_locked(link* from, bool subscribe, const std::string& prefix);
 

@@ -14,7 +14,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace asio = boost::asio;
@@ -56,6 +58,17 @@ public:
           return error{ec::invalid_config, "broker.zeromq.curve-server-public-key does not "
                                            "belong to broker.zeromq.curve-server-secret-key"};
       }
+      // As Zeek's forwarder (its ZAP handler admits the configured client public key):
+      // with broker.zeromq.curve-client-public-key set, only a node with that key gets in;
+      // another is refused with ZAP's status 400 (libzmq's nodes see AUTH_FAILED).
+      if (!cfg_.client_public_key.empty()) {
+        auto client = zmtp::key_from_z85(cfg_.client_public_key);
+        if (!client)
+          return error{ec::invalid_config, "broker.zeromq.curve-client-public-key is no Z85 "
+                                           "key (40 characters of Z85 text)"};
+        admitted_ = *client;
+        admit_one_ = true;
+      }
       curve_ = true;
     }
     if (auto err = listen(xsub_acc_, cfg_.xsub_port, "broker.zeromq.xsub-port"))
@@ -88,8 +101,20 @@ public:
       st.messages_out = l->stats().messages_out.load(std::memory_order_relaxed);
       st.dropped = l->stats().dropped.load(std::memory_order_relaxed);
       st.queued = l->queue_size();
+      st.capacity = cfg_.buffer_size;
+      st.policy = std::string{to_string(cfg_.policy)};
+      std::tie(st.zeek_id, st.zeek_name) = l->zeek_node();
       result.push_back(std::move(st));
     }
+    // A node's name comes from its XPUB (xsub side); its XSUB connection gets it by id.
+    std::map<std::string, std::string> names;
+    for (auto& st : result)
+      if (!st.zeek_id.empty() && !st.zeek_name.empty())
+        names.emplace(st.zeek_id, st.zeek_name);
+    for (auto& st : result)
+      if (st.zeek_name.empty())
+        if (auto i = names.find(st.zeek_id); i != names.end())
+          st.zeek_name = i->second;
     return result;
   }
 
@@ -204,6 +229,10 @@ private:
     if (curve_) {
       opts.session.mech = zmtp::mechanism::curve;
       opts.session.curve_keys = keys_;
+      if (admit_one_)
+        opts.session.authorize = [admitted = admitted_](const zmtp::key& k) {
+          return k == admitted;
+        };
     }
     opts.buffer_size = cfg_.buffer_size;
     opts.policy = cfg_.policy;
@@ -250,6 +279,8 @@ private:
   zeromq_settings cfg_;
   zmtp::keypair keys_;
   bool curve_ = false;
+  bool admit_one_ = false; ///< broker.zeromq.curve-client-public-key set: only that key.
+  zmtp::key admitted_{};
   std::shared_ptr<bridge> bridge_;
   /// What the links share with the server.
   struct hub {

@@ -36,6 +36,10 @@ struct link_status {
   uint64_t messages_out = 0;
   uint64_t dropped = 0;
   uint64_t queued = 0;
+  uint64_t capacity = 0;  ///< broker.zeromq.buffer-size
+  std::string policy;     ///< broker.zeromq.overflow-policy
+  std::string zeek_id;    ///< The Zeek node's id, once seen (zmq_link::zeek_node()).
+  std::string zeek_name;  ///< Its name, from its ZeroMQ::hello (either side of the node).
 };
 
 /// Totals of the server (Zeek's forwarder counters and ours).

@@ -1,8 +1,12 @@
 #include "broker/internal/zeromq/zmq_link.hh"
 
+#include "broker/data.hh"
+#include "broker/internal/codec/bin.hh"
+
 #include <boost/asio/error.hpp>
 
 #include <chrono>
+#include <optional>
 
 namespace broker::internal::zeromq {
 
@@ -108,13 +112,19 @@ void zmq_link::on_event(zmtp::event& ev) {
       break;
     case kind::subscribe:
     case kind::unsubscribe:
-      if (opts_.role == side::xpub)
+      if (opts_.role == side::xpub) {
+        if (ev.what == kind::subscribe)
+          learn_from_subscription(ev.data);
         fwd_->subscription(this, ev.what == kind::subscribe, ev.data);
+      }
       break;
     case kind::message:
       stats_.messages_in.fetch_add(1, std::memory_order_relaxed);
-      if (opts_.role == side::xsub)
+      if (opts_.role == side::xsub) {
+        if (!named_)
+          learn_from_event(ev.msg);
         fwd_->publish(this, std::make_shared<const zmtp::multipart>(std::move(ev.msg)));
+      }
       break;
     case kind::pong:
       break;
@@ -123,6 +133,75 @@ void zmq_link::on_event(zmtp::event& ev) {
       close(ev.err.reason, true);
       break;
   }
+}
+
+// -- the Zeek node on the other end (status only) ------------------------------------------------
+
+namespace {
+
+// Zeek's topics and its hello (doc/protocol/zeromq.md): a node subscribes to
+// "zeek.cluster.nodeid.<id>." and greets the others with ZeroMQ::hello(name, id).
+constexpr std::string_view nodeid_prefix = "zeek.cluster.nodeid.";
+constexpr std::string_view zeromq_hello = "Cluster::Backend::ZeroMQ::hello";
+
+/// (name, id) of a ZeroMQ::hello event in Broker's binary encoding: vector(count 1,
+/// count 1, vector(name, vector(args))); nothing for anything else.
+std::optional<std::pair<std::string, std::string>> hello_of(std::string_view payload) {
+  auto x = bin::decode(payload);
+  if (!x)
+    return std::nullopt;
+  auto* outer = get_if<vector>(*x);
+  if (outer == nullptr || outer->size() != 3)
+    return std::nullopt;
+  auto* ev = get_if<vector>((*outer)[2]);
+  if (ev == nullptr || ev->size() < 2)
+    return std::nullopt;
+  auto* name = get_if<std::string>((*ev)[0]);
+  auto* args = get_if<vector>((*ev)[1]);
+  if (name == nullptr || *name != zeromq_hello || args == nullptr || args->size() != 2)
+    return std::nullopt;
+  auto* node = get_if<std::string>((*args)[0]);
+  auto* id = get_if<std::string>((*args)[1]);
+  if (node == nullptr || id == nullptr)
+    return std::nullopt;
+  return std::make_pair(*node, *id);
+}
+
+} // namespace
+
+void zmq_link::learn_from_event(const zmtp::multipart& msg) {
+  // Until the name is known: the sender frame gives the id; a ZeroMQ::hello (sent to a
+  // nodeid topic, so rare) the name. Other events cost one prefix compare.
+  if (msg.size() != 4)
+    return;
+  auto topic = msg.frame(0);
+  std::optional<std::pair<std::string, std::string>> hello;
+  if (topic.substr(0, nodeid_prefix.size()) == nodeid_prefix
+      && msg.frame(2) == "broker-bin-v1")
+    hello = hello_of(msg.frame(3));
+  std::lock_guard<std::mutex> guard{node_mtx_};
+  if (zeek_id_.empty())
+    zeek_id_ = std::string{msg.frame(1)};
+  if (hello && hello->second == zeek_id_) {
+    zeek_name_ = hello->first;
+    named_ = true;
+  }
+}
+
+void zmq_link::learn_from_subscription(const std::string& prefix) {
+  // A Zeek node's XSUB subscribes to its own nodeid topic first (Cluster::init()).
+  if (prefix.size() <= nodeid_prefix.size() + 1 || prefix.back() != '.'
+      || prefix.compare(0, nodeid_prefix.size(), nodeid_prefix) != 0)
+    return;
+  std::lock_guard<std::mutex> guard{node_mtx_};
+  if (zeek_id_.empty())
+    zeek_id_ = prefix.substr(nodeid_prefix.size(),
+                             prefix.size() - nodeid_prefix.size() - 1);
+}
+
+std::pair<std::string, std::string> zmq_link::zeek_node() const {
+  std::lock_guard<std::mutex> guard{node_mtx_};
+  return {zeek_id_, zeek_name_};
 }
 
 void zmq_link::on_read_error(const boost::system::error_code& ec) {

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,11 @@ public:
 
   size_t queue_size() const noexcept { return queue_.size(); }
 
+  /// The Zeek node on the other end, for the status page: its node id (xsub side: the
+  /// sender frame of its events; xpub side: its first nodeid subscription) and its name
+  /// (from a ZeroMQ::hello it publishes); empty until seen. Any thread.
+  std::pair<std::string, std::string> zeek_node() const;
+
   // -- link -----------------------------------------------------------------------------------
   void deliver(const shared_event& ev) override;
   void pass_subscription(bool subscribe, const std::string& prefix) override;
@@ -103,6 +109,8 @@ private:
   size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
 
   void on_event(zmtp::event& ev);
+  void learn_from_event(const zmtp::multipart& msg);
+  void learn_from_subscription(const std::string& prefix);
   void close(const std::string& reason, bool error);
   void arm_timer();
   void on_tick();
@@ -128,6 +136,11 @@ private:
   bool heard_since_tick_ = false;
   unsigned silent_ticks_ = 0;
   std::atomic<bool> overflow_close_{false};
+  /// The Zeek node's id and name (zeek_node()); written on the link's strand.
+  mutable std::mutex node_mtx_;
+  std::string zeek_id_;
+  std::string zeek_name_;
+  bool named_ = false; ///< Strand only: a name was learned (nothing more to look for).
 };
 
 } // namespace broker::internal::zeromq
