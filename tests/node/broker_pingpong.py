@@ -14,6 +14,7 @@ import json
 import os
 import struct
 import sys
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -117,6 +118,35 @@ def test_pongs_are_written_through(binary):
                                                                   through))
 
 
+def test_silent_link_is_no_broker_node(binary):
+    """a peer that is silent past the probe window and then answers as our node speaks origin-v1
+
+    A link that carries nothing (a paused peer) says nothing about the peer: the node must
+    keep waiting for the probe's answer instead of concluding "Broker" after 2 s, or a
+    peering of two of our nodes would lose loop-free relaying for good (node.chaos found
+    duplicates from exactly that).
+    """
+    with Cleanup() as cleanup:
+        node = cleanup.add(Node(binary, ["-m", "pong", "-t", TOPIC, "-v"], "pong"))
+        peer = cleanup.add(bp.RawPeer.dial("127.0.0.1", node.port, bp.random_id(),
+                                                   [TOPIC]))
+        node.wait_for(is_status("peer_added", bp.id_text(peer.own_id)), what="peer_added")
+        time.sleep(5.0)  # Two and a half probe windows without a byte from us.
+        while True:  # The node's probe, read without the helper's automatic echo.
+            msg = bp.decode_node_message(peer.conn.recv_frame()[4:])
+            if msg["type"] == bp.PING and msg["payload"] == b"BRKEXT?origin-v1":
+                break
+        peer.conn.send(bp.node_message(peer.own_id, peer.remote_id, bp.PONG, bp.CONTROL_TOPIC,
+                                       b"BRKEXT!origin-v1"))
+        peer.publish(TOPIC, PING_0)
+        while True:
+            msg = peer.next_message()
+            if msg["type"] in (bp.DATA, bp.DATA_EXT):
+                break
+        check(msg["type"] == bp.DATA_EXT,
+              "the pong comes as an origin-v1 frame (type 0x81), got type %s" % msg["type"])
+
+
 def test_broker_ponger(binary):
     """our pinger rendezvouses with Broker's ponger, then times 20 of 20 round trips"""
     with Cleanup() as cleanup:
@@ -172,5 +202,5 @@ def test_pongs_of_others_are_ignored(binary):
 
 
 if __name__ == "__main__":
-    run_tests([test_broker_pinger, test_pongs_are_written_through, test_broker_ponger, test_pongs_of_others_are_ignored],
+    run_tests([test_broker_pinger, test_pongs_are_written_through, test_silent_link_is_no_broker_node, test_broker_ponger, test_pongs_of_others_are_ignored],
               limit=90)

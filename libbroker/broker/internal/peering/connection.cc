@@ -303,6 +303,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
 
 void connection::handle_node_frame(std::string_view payload) {
   heard_ = true;
+  ++frames_in_;
   auto msg = wire::decode_node_message(payload);
   if (!msg) {
     ++malformed_;
@@ -441,10 +442,28 @@ void connection::send_probe() {
     return;
   probe_sent_ = true;
   wire::append_ping(ctrl_, mgr_->own, remote_, wire::ext_probe_query);
+  arm_probe_timer(0);
+}
+
+void connection::arm_probe_timer(int lively_windows) {
+  // Broker answers every ping in order, so a peer that keeps sending frames without
+  // answering ours does not speak origin-v1. But a link that carries nothing (a paused
+  // peer, a stalled path) says nothing either way: concluding "Broker" there would turn a
+  // peering of two of our nodes into an origin-less one for good, and messages re-entering
+  // the overlay through it would be delivered twice. So: only two windows in a row in which
+  // frames arrived, and still no answer, make the peer a Broker node; a silent window
+  // starts the count again.
+  auto frames_before = frames_in_;
   probe_timer_.expires_after(ext_probe_timeout);
-  probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec)
+  probe_timer_.async_wait([self = shared_from_this(), frames_before,
+                           lively_windows](boost::system::error_code ec) {
+    if (ec || self->closed_ || !self->probing_)
+      return;
+    int lively = self->frames_in_ != frames_before ? lively_windows + 1 : 0;
+    if (lively >= 2)
       self->learn_extension(false, "no answer to the probe");
+    else
+      self->arm_probe_timer(lively);
   });
 }
 

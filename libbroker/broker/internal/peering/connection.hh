@@ -174,6 +174,7 @@ private:
   void handle_command(const wire::node_message_view& msg);
   void handle_routing_update(std::string_view payload);
   void send_probe();
+  void arm_probe_timer(int lively_windows);
   void learn_extension(bool supported, std::string_view how);
   void flush_input();
   void after_update();
@@ -226,6 +227,7 @@ private:
   bool probing_ = false;   // Waiting to learn whether the peer speaks origin-v1: no data yet.
   bool extension_ = false; // The peer speaks origin-v1 (wire.hh).
   bool probe_sent_ = false;
+  uint64_t frames_in_ = 0; // Operation frames received (the probe timer's liveness test).
   std::chrono::steady_clock::time_point hs_started_; // When the peering handshake began.
   boost::asio::steady_timer probe_timer_;
   boost::asio::steady_timer hold_timer_; // Ends a held write (should_hold()).

@@ -31,7 +31,8 @@
 //     peer speaks origin-v1 from the peer's own probe or from the changed answer, and that
 //     it is a Broker node from the echo. Filters, the handshake and the version range stay
 //     exactly as Broker expects. Until it knows, a side sends no data (at most one round
-//     trip; a peer that never answers counts as Broker after ext_probe_timeout).
+//     trip; a peer that keeps sending frames for two probe windows without answering
+//     counts as Broker; a silent link counts as nothing: connection.cc, arm_probe_timer()).
 //   - Extended data frame, type `data_ext` (0x81), sent only to peers that speak origin-v1:
 //       header (37 bytes, as for type 1) · topic · origin endpoint_id (16 bytes)
 //       · sequence u64 BE · hop count u8 · value bytes exactly as in a type-1 frame
