@@ -459,6 +459,12 @@ void connection::arm_probe_timer(int lively_windows) {
                            lively_windows](boost::system::error_code ec) {
     if (ec || self->closed_ || !self->probing_)
       return;
+    if (self->out_ && self->out_->overflowed()) {
+      // The queue overflowed under `disconnect` while data waited for the answer (the
+      // write loop takes nothing while probing, so no push wakes it for this).
+      self->finish_close(peer_end::removed, "send buffer overflow");
+      return;
+    }
     int lively = self->frames_in_ != frames_before ? lively_windows + 1 : 0;
     if (lively >= 2)
       self->learn_extension(false, "no answer to the probe");
@@ -668,6 +674,12 @@ size_t connection::hold_limit() const noexcept {
 bool connection::fill_batch() {
   gather_.copy(ctrl_);
   ctrl_.clear();
+  if (out_ && attached_ && !closing_ && probing_ && out_->overflowed()) {
+    // Data waits for the probe's answer, but a queue that overflowed under `disconnect`
+    // ends the peering now: a peer that never answers must not hold its slot forever.
+    finish_close(peer_end::removed, "send buffer overflow");
+    return false;
+  }
   if (out_ && attached_ && !closing_ && !probing_) {
     for (;;) {
       std::optional<filter_type> announcement;
