@@ -190,7 +190,7 @@ endpoint::endpoint(configuration cfg) {
                                          "the forwarder (broker.zeromq.xsub-port, xpub-port)"}};
     else if (zs.xsub_port != 0 || zs.xpub_port != 0) {
       if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs, ctx_->runtime(),
-                                                     ctx_->next_id());
+                                                     ctx_->next_id(), ctx_->security());
           !srv) {
         startup_error_ = srv.error_value();
       } else {

@@ -40,37 +40,34 @@ void connection_access::watch_reloads(std::function<void()> f) {
   watch_token_ = rt_->watch(std::move(f));
 }
 
-connection_access::subscription
-connection_access::subscribe(std::vector<std::string> requested) {
-  subscription result;
-  requested_ = std::move(requested);
-  auto verdicts = guard_.check_subscribe(requested_);
-  bool filtered = false;
-  for (const auto& v : verdicts) {
-    for (const auto& g : v.granted) {
-      result.granted.push_back(g.prefix);
-      filtered = filtered || g.filtered;
-    }
-    if (v.outcome == subscribe_outcome::allowed || v.by == nullptr)
-      continue;
-    std::string line = "subscription " + quoted(v.requested);
-    if (v.outcome == subscribe_outcome::narrowed) {
-      line += " narrowed to";
-      for (size_t i = 0; i < v.granted.size(); ++i)
-        line += (i == 0 ? " " : ", ") + quoted(v.granted[i].prefix);
-    } else {
-      line += " refused";
-    }
-    line += ": " + describe(*v.by);
-    result.notices.push_back(std::move(line));
+std::string connection_access::record(const subscribe_verdict& v) {
+  auto& entry = grants_[v.requested];
+  entry = grant{};
+  for (const auto& g : v.granted) {
+    entry.prefixes.push_back(g.prefix);
+    entry.filtered = entry.filtered || g.filtered;
   }
-  // Tell each narrowing or refusal once, not again with every routing update that
-  // repeats it.
-  std::sort(result.notices.begin(), result.notices.end());
-  std::vector<std::string> fresh;
-  std::set_difference(result.notices.begin(), result.notices.end(), told_subscriptions_.begin(),
-                      told_subscriptions_.end(), std::back_inserter(fresh));
-  told_subscriptions_ = std::exchange(result.notices, std::move(fresh));
+  if (v.outcome == subscribe_outcome::allowed || v.by == nullptr)
+    return {};
+  std::string line = "subscription " + quoted(v.requested);
+  if (v.outcome == subscribe_outcome::narrowed) {
+    line += " narrowed to";
+    for (size_t i = 0; i < v.granted.size(); ++i)
+      line += (i == 0 ? " " : ", ") + quoted(v.granted[i].prefix);
+  } else {
+    line += " refused";
+  }
+  line += ": " + describe(*v.by);
+  return line;
+}
+
+void connection_access::finish(subscription& result) {
+  result.granted.clear();
+  bool filtered = false;
+  for (const auto& [requested, entry] : grants_) {
+    result.granted.insert(result.granted.end(), entry.prefixes.begin(), entry.prefixes.end());
+    filtered = filtered || entry.filtered;
+  }
   std::sort(result.granted.begin(), result.granted.end());
   result.granted.erase(std::unique(result.granted.begin(), result.granted.end()),
                        result.granted.end());
@@ -79,6 +76,55 @@ connection_access::subscribe(std::vector<std::string> requested) {
   granted_ = result.granted;
   filtered_ = filtered;
   subscribed_generation_ = guard_.generation();
+}
+
+connection_access::subscription
+connection_access::subscribe(std::vector<std::string> requested) {
+  subscription result;
+  requested_ = std::move(requested);
+  grants_.clear();
+  auto verdicts = guard_.check_subscribe(requested_);
+  for (const auto& v : verdicts)
+    if (auto line = record(v); !line.empty())
+      result.notices.push_back(std::move(line));
+  // Tell each narrowing or refusal once, not again with every routing update that
+  // repeats it.
+  std::sort(result.notices.begin(), result.notices.end());
+  std::vector<std::string> fresh;
+  std::set_difference(result.notices.begin(), result.notices.end(), told_subscriptions_.begin(),
+                      told_subscriptions_.end(), std::back_inserter(fresh));
+  told_subscriptions_ = std::exchange(result.notices, std::move(fresh));
+  finish(result);
+  return result;
+}
+
+connection_access::subscription connection_access::update(const std::string& prefix,
+                                                          bool add) {
+  auto i = std::find(requested_.begin(), requested_.end(), prefix);
+  bool known = i != requested_.end();
+  if (add && !known)
+    requested_.push_back(prefix);
+  else if (!add && known)
+    requested_.erase(i);
+  if (guard_.reload_pending() || guard_.generation() != subscribed_generation_)
+    return subscribe(requested_); // Everything under the new rules.
+  subscription result;
+  if (add && !known) {
+    auto verdicts = guard_.check_subscribe({prefix});
+    if (guard_.generation() != subscribed_generation_)
+      return subscribe(requested_); // A reload came in between.
+    for (const auto& v : verdicts) {
+      auto line = record(v);
+      auto pos = std::lower_bound(told_subscriptions_.begin(), told_subscriptions_.end(), line);
+      if (line.empty() || (pos != told_subscriptions_.end() && *pos == line))
+        continue;
+      told_subscriptions_.insert(pos, line);
+      result.notices.push_back(std::move(line));
+    }
+  } else if (!add) {
+    grants_.erase(prefix);
+  }
+  finish(result);
   return result;
 }
 

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,6 +84,13 @@ public:
       xs.push_back(t.string());
     return subscribe(std::move(xs));
   }
+
+  /// For a connection that subscribes one prefix at a time (a ZeroMQ XSUB): adds (`add`)
+  /// or removes `prefix` from the requested filter and checks only a newly added prefix,
+  /// so that a refusal is counted once, not again with every later subscription. The
+  /// answer covers the whole filter. After a reload not yet polled it checks everything
+  /// (as subscribe()).
+  subscription update(const std::string& prefix, bool add);
 
   /// The granted prefixes as a filter.
   static filter_type to_filter(const std::vector<std::string>& prefixes) {
@@ -138,12 +146,23 @@ public:
 
 private:
   bool check_receive(std::string_view topic);
+  /// Records `v` in grants_ and returns its notice (empty if allowed).
+  std::string record(const subscribe_verdict& v);
+  /// Fills `result` from grants_ and updates granted_, filtered_ and the generation.
+  void finish(subscription& result);
+
+  /// What each requested prefix was granted, and whether any of it is filtered.
+  struct grant {
+    std::vector<std::string> prefixes;
+    bool filtered = false;
+  };
 
   std::shared_ptr<runtime> rt_;
   guard guard_;
   uint64_t watch_token_ = 0;
   std::vector<std::string> requested_;
   std::vector<std::string> granted_;
+  std::map<std::string, grant, std::less<>> grants_;
   bool subscribed_ = false; ///< subscribe() ran.
   bool filtered_ = false;   ///< A granted prefix has denied topics below it.
   uint64_t subscribed_generation_ = 0; ///< Of the rules the last subscribe() used.

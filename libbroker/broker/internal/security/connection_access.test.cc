@@ -85,6 +85,51 @@ TEST_CASE("subscriptions are granted, narrowed or refused, each told once",
   CHECK(acc.requested().size() == 3);
 }
 
+TEST_CASE("update() checks one prefix at a time and counts each refusal once",
+          "[security][access]") {
+  fixture f{worker_rules};
+  auto acc = f.connect(credential::from_token("w"));
+  auto refused_subscriptions = [&] {
+    for (auto& row : f.rt->audit().rows())
+      if (row.identity == "worker" && row.rule.empty())
+        return row.refused_subscriptions;
+    return uint64_t{0};
+  };
+  auto a = acc.update("/other", true);
+  CHECK(a.granted.empty());
+  REQUIRE(a.notices.size() == 1);
+  CHECK(a.notices[0].find("subscription \"/other\" refused") == 0);
+  CHECK(refused_subscriptions() == 1);
+  auto b = acc.update("/zeek/", true);
+  CHECK(b.changed);
+  CHECK(b.granted == std::vector<std::string>{"/zeek/cluster/", "/zeek/logs/"});
+  REQUIRE(b.notices.size() == 1);
+  CHECK(b.notices[0].find("subscription \"/zeek/\" narrowed to") == 0);
+  auto counted = refused_subscriptions(); // The narrowing counts too.
+  CHECK(counted > 1);
+  // Earlier prefixes are not checked (nor counted) again; a repeat is nothing new.
+  auto c = acc.update("/zeek/logs/conn", true);
+  CHECK(c.granted == std::vector<std::string>{"/zeek/cluster/", "/zeek/logs/",
+                                              "/zeek/logs/conn"});
+  CHECK(c.notices.empty());
+  auto d = acc.update("/other", true);
+  CHECK_FALSE(d.changed);
+  CHECK(d.notices.empty());
+  CHECK(refused_subscriptions() == counted);
+  CHECK(acc.requested().size() == 3);
+  // Removing a prefix removes what it was granted, and only that.
+  auto e = acc.update("/zeek/", false);
+  CHECK(e.changed);
+  CHECK(e.granted == std::vector<std::string>{"/zeek/logs/conn"});
+  CHECK(acc.requested().size() == 2);
+  // A reload re-checks the whole filter (the same as subscribe() would).
+  f.write("identity.worker.tokens = [\"" + hash_token("w") + "\"]\n"
+          "identity.worker.subscribe = [\"/other\"]\n");
+  REQUIRE_FALSE(f.rt->reload());
+  auto g = acc.update("/more", true);
+  CHECK(g.granted == std::vector<std::string>{"/other"});
+}
+
 TEST_CASE("publications are checked per run, counted per message, told once per rule",
           "[security][access]") {
   fixture f{worker_rules};

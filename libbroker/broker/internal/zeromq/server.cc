@@ -32,8 +32,8 @@ constexpr std::string_view component = "zeromq";
 
 class server_impl : public server, public std::enable_shared_from_this<server_impl> {
 public:
-  server_impl(io_runtime& io, zeromq_settings cfg)
-    : io_(io), cfg_(std::move(cfg)), xsub_acc_(io.context()), xpub_acc_(io.context()) {}
+  server_impl(io_runtime& io, zeromq_settings cfg, std::shared_ptr<security::runtime> sec)
+    : io_(io), cfg_(std::move(cfg)), sec_(std::move(sec)), xsub_acc_(io.context()), xpub_acc_(io.context()) {}
 
   ~server_impl() override {
     boost::system::error_code ignored;
@@ -229,10 +229,20 @@ private:
     if (curve_) {
       opts.session.mech = zmtp::mechanism::curve;
       opts.session.curve_keys = keys_;
-      if (admit_one_)
+      if (sec_) {
+        // With rules: the link admits identities by key (zmq_link.hh); the shared key too.
+        if (admit_one_)
+          opts.shared_key = admitted_;
+      } else if (admit_one_)
         opts.session.authorize = [admitted = admitted_](const zmtp::key& k) {
           return k == admitted;
         };
+    }
+    opts.security = sec_;
+    auto remote = sock.remote_endpoint(ec);
+    if (!ec) {
+      opts.address = remote.address().to_string();
+      opts.port = remote.port();
     }
     opts.buffer_size = cfg_.buffer_size;
     opts.policy = cfg_.policy;
@@ -277,6 +287,7 @@ private:
 
   io_runtime& io_;
   zeromq_settings cfg_;
+  std::shared_ptr<security::runtime> sec_; ///< Null without a rules file.
   zmtp::keypair keys_;
   bool curve_ = false;
   bool admit_one_ = false; ///< broker.zeromq.curve-client-public-key set: only that key.
@@ -304,8 +315,11 @@ private:
 
 expected<std::shared_ptr<server>> server::start(io_runtime& io, const zeromq_settings& cfg,
                                                 std::shared_ptr<core_runtime> rt,
-                                                uint64_t bridge_id) {
-  auto srv = std::make_shared<server_impl>(io, cfg);
+                                                uint64_t bridge_id,
+                                                std::shared_ptr<security::runtime> sec) {
+  if (sec && sec->rules_file().empty())
+    sec = nullptr; // No rules: nothing to check.
+  auto srv = std::make_shared<server_impl>(io, cfg, std::move(sec));
   if (auto err = srv->init())
     return err;
   if (rt)

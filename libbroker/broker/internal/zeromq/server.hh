@@ -23,6 +23,10 @@ class io_runtime;
 class core_runtime;
 } // namespace broker::internal
 
+namespace broker::internal::security {
+class runtime;
+} // namespace broker::internal::security
+
 namespace broker::internal::zeromq {
 
 class forwarder;
@@ -64,10 +68,14 @@ public:
   /// Binds the configured ports (either may be 0: off) and starts accepting. Fails for an
   /// address that does not parse, a port in use or an invalid CURVE key, naming it.
   /// With a core (`rt` not null) the server bridges ZeroMQ and the node (bridge.hh) as
-  /// handler and source `bridge_id`.
+  /// handler and source `bridge_id`. With `sec` (access control with a rules file,
+  /// doc/security.md "ZeroMQ") every connection is admitted as an identity and limited by
+  /// its rules (zmq_link.hh).
   static expected<std::shared_ptr<server>> start(io_runtime& io, const zeromq_settings& cfg,
                                                  std::shared_ptr<core_runtime> rt = nullptr,
-                                                 uint64_t bridge_id = 0);
+                                                 uint64_t bridge_id = 0,
+                                                 std::shared_ptr<security::runtime> sec
+                                                 = nullptr);
 
   /// The node's filter changed (the core's announcement): what the bridge subscribes to.
   virtual void update_filter(const filter_type& f) = 0;

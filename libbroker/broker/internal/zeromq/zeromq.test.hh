@@ -7,6 +7,7 @@
 
 #include "broker/configuration.hh"
 #include "broker/internal/io/io_runtime.hh"
+#include "broker/internal/security/runtime.hh"
 #include "broker/internal/zeromq/server.hh"
 #include "broker/internal/zmtp/curve.hh"
 #include "broker/internal/zmtp/session.hh"
@@ -40,11 +41,12 @@ struct fixture {
   void* ctx = zmq_ctx_new();
   std::vector<void*> socks;
 
-  explicit fixture(zeromq_settings zs = {}) {
+  explicit fixture(zeromq_settings zs = {},
+                   std::shared_ptr<security::runtime> sec = nullptr) {
     // Port 0 means off in the settings: take free ephemeral ports instead.
     zs.xsub_port = free_port();
     zs.xpub_port = free_port();
-    auto res = zeromq::server::start(io, zs);
+    auto res = zeromq::server::start(io, zs, nullptr, 0, std::move(sec));
     REQUIRE(res);
     srv = *res;
   }

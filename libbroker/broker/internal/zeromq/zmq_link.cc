@@ -2,6 +2,10 @@
 
 #include "broker/data.hh"
 #include "broker/internal/codec/bin.hh"
+#include "broker/internal/zmtp/curve.hh"
+
+#include <algorithm>
+#include <iterator>
 
 #include <boost/asio/error.hpp>
 
@@ -32,13 +36,105 @@ zmq_link::zmq_link(std::unique_ptr<stream> conn, gate* g, std::shared_ptr<forwar
   : channel(std::move(conn), g),
     fwd_(std::move(fwd)),
     opts_(std::move(opts)),
-    session_(opts_.session),
+    session_(make_session_config()),
     queue_(opts_.buffer_size, opts_.policy),
     timer_(conn_->get_executor()) {
   name_ = std::string{side_name(opts_.role)} + " connection from " + conn_->remote_name();
 }
 
 zmq_link::~zmq_link() = default;
+
+// -- access control (doc/security.md, "ZeroMQ") -------------------------------------------------
+
+zmtp::session_config zmq_link::make_session_config() {
+  auto cfg = opts_.session;
+  if (opts_.security && cfg.mech == zmtp::mechanism::curve)
+    cfg.authorize = [this](const zmtp::key& k) { return admit_key(k); };
+  return cfg;
+}
+
+bool zmq_link::admit_key(const zmtp::key& k) {
+  auto z85 = zmtp::to_z85(k);
+  auto& sec = *opts_.security;
+  // The shared key (broker.zeromq.curve-client-public-key) names nobody: the anonymous
+  // identity, unless an identity lists it.
+  auto adm = opts_.shared_key && k == *opts_.shared_key && sec.identity_of_curve_key(z85).empty()
+               ? sec.admit(security::credential::anonymous(), opts_.address, opts_.port)
+               : sec.admit_curve_key(z85, opts_.address, opts_.port);
+  if (!adm.admitted)
+    return false; // Counted and logged by the runtime; the session sends ERROR.
+  access_ = std::make_unique<security::connection_access>(opts_.security,
+                                                          std::move(*adm.admitted));
+  return true;
+}
+
+bool zmq_link::admit_anonymous() {
+  auto adm = opts_.security->admit(security::credential::anonymous(), opts_.address,
+                                   opts_.port);
+  if (!adm.admitted)
+    return false;
+  access_ = std::make_unique<security::connection_access>(opts_.security,
+                                                          std::move(*adm.admitted));
+  return true;
+}
+
+bool zmq_link::may_publish(std::string_view topic) {
+  // A run of events on one allowed topic: one string compare (refusals always go to the
+  // guard, which counts them).
+  auto& g = access_->checks();
+  if (allowed_cached_ && allowed_generation_ == g.generation() && !g.reload_pending()
+      && topic == allowed_topic_)
+    return true;
+  if (!access_->may_publish(topic, 1))
+    return false;
+  allowed_cached_ = true;
+  allowed_topic_.assign(topic.data(), topic.size());
+  allowed_generation_ = access_->checks().generation();
+  return true;
+}
+
+void zmq_link::on_subscription(bool subscribe, const std::string& prefix) {
+  auto sub = access_->update(prefix, subscribe);
+  apply_grants(sub, subscribe ? &prefix : nullptr);
+}
+
+void zmq_link::apply_grants(const security::connection_access::subscription& sub,
+                            const std::string* again) {
+  if (opts_.log)
+    for (const auto& line : sub.notices)
+      opts_.log(true, name_ + " (" + access_->describe_identity() + "): " + line);
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+  std::set_difference(sub.granted.begin(), sub.granted.end(), granted_.begin(), granted_.end(),
+                      std::back_inserter(added));
+  std::set_difference(granted_.begin(), granted_.end(), sub.granted.begin(), sub.granted.end(),
+                      std::back_inserter(removed));
+  for (const auto& p : removed)
+    fwd_->subscription(this, false, p);
+  for (const auto& p : added)
+    fwd_->subscription(this, true, p);
+  // A repeated subscribe of a granted prefix passes on again (VERBOSER, forwarder.hh).
+  if (again != nullptr && std::binary_search(granted_.begin(), granted_.end(), *again)
+      && std::binary_search(sub.granted.begin(), sub.granted.end(), *again))
+    fwd_->subscription(this, true, *again);
+  granted_ = sub.granted;
+}
+
+void zmq_link::attend() {
+  if (!access_ || closed_ || !access_->needs_attention())
+    return;
+  if (opts_.log)
+    for (const auto& line : access_->take_notices())
+      opts_.log(true, name_ + " (" + access_->describe_identity() + "): " + line);
+  auto res = access_->poll_reload();
+  if (res.revoked) {
+    close("its identity was revoked by a reload of the rules", false);
+    return;
+  }
+  allowed_cached_ = false;
+  if (res.reloaded && opts_.role == side::xpub && joined_)
+    apply_grants(res.sub, nullptr);
+}
 
 void zmq_link::start() {
   ctrl_sink sink{&ctrl_};
@@ -95,6 +191,7 @@ size_t zmq_link::decode(char* data, size_t size) {
     on_event(ev);
   }
   events_.clear();
+  attend();
   return size; // The session keeps a partial frame itself.
 }
 
@@ -103,6 +200,17 @@ void zmq_link::on_event(zmtp::event& ev) {
   switch (ev.what) {
     case kind::ready:
       timer_.cancel();
+      if (opts_.security) {
+        if (!access_ && !admit_anonymous()) {
+          close("refused: the anonymous identity may not connect (doc/security.md)", true);
+          break;
+        }
+        std::weak_ptr<zmq_link> weak = self();
+        access_->watch_reloads([weak] {
+          if (auto l = weak.lock())
+            l->post([l] { l->attend(); });
+        });
+      }
       joined_ = true;
       if (opts_.role == side::xsub)
         fwd_->add_publisher(this);
@@ -115,7 +223,10 @@ void zmq_link::on_event(zmtp::event& ev) {
       if (opts_.role == side::xpub) {
         if (ev.what == kind::subscribe)
           learn_from_subscription(ev.data);
-        fwd_->subscription(this, ev.what == kind::subscribe, ev.data);
+        if (access_)
+          on_subscription(ev.what == kind::subscribe, ev.data);
+        else
+          fwd_->subscription(this, ev.what == kind::subscribe, ev.data);
       }
       break;
     case kind::message:
@@ -123,6 +234,8 @@ void zmq_link::on_event(zmtp::event& ev) {
       if (opts_.role == side::xsub) {
         if (!named_)
           learn_from_event(ev.msg);
+        if (access_ && !may_publish(ev.msg.size() > 0 ? ev.msg.frame(0) : std::string_view{}))
+          break; // Counted per identity and rule (audit), told once per rule.
         fwd_->publish(this, std::make_shared<const zmtp::multipart>(std::move(ev.msg)));
       }
       break;
@@ -224,6 +337,15 @@ bool zmq_link::fill(gather_buffer& out) {
   }
   if (session_.ready() && queue_.size() > 0) {
     queue_.pop(batch_, max_batch);
+    if (access_ && !access_->delivers_unchecked()) {
+      // A granted prefix with denied topics below it: refused deliveries are counted.
+      batch_.erase(std::remove_if(batch_.begin(), batch_.end(),
+                                  [this](const shared_event& ev) {
+                                    return !access_->may_receive(
+                                      ev->size() > 0 ? ev->frame(0) : std::string_view{});
+                                  }),
+                   batch_.end());
+    }
     std::string_view frames[max_frames];
     for (auto& ev : batch_) {
       auto n = std::min(ev->size(), max_frames);

@@ -14,12 +14,22 @@
 // gathers the session's control output (greeting, handshake, PONG, subscriptions) and the
 // queued events: under NULL the frame headers are copied and the event's bytes referenced.
 //
+// Access control (doc/security.md, "ZeroMQ"): with rules configured (`security` set), the
+// link admits its peer as an identity (CURVE: by its public key in the session's
+// `authorize` hook; NULL: the anonymous identity) and keeps a connection_access on its
+// strand: a node's subscriptions enter the forwarder as the rules grant them, its events
+// are forwarded only if it may publish on their topic (the last allowed topic is
+// remembered, so a run of events on one topic costs a string compare), deliveries under
+// a filtered grant are checked before writing. Refusals are counted in the audit and
+// logged once per rule.
+//
 // Errors: a failed session (bad greeting, mechanism, CURVE, oversized frames, flood...),
 // a read or write error, a handshake deadline or a missed heartbeat: one log line naming
 // the peer and the reason, the link leaves the forwarder and closes, counted.
 
 #include "broker/internal/core/mpsc_ring.hh"
 #include "broker/internal/net/channel.hh"
+#include "broker/internal/security/connection_access.hh"
 #include "broker/internal/zeromq/forwarder.hh"
 #include "broker/internal/zmtp/session.hh"
 
@@ -29,6 +39,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +56,14 @@ struct link_options {
   overflow_policy policy = overflow_policy::drop_oldest;
   size_t heartbeat_ms = 0;
   size_t handshake_ms = 30000; ///< libzmq's ZMQ_HANDSHAKE_IVL
+  /// Access control (null: none, everything allowed): the rules runtime, with a rules file.
+  std::shared_ptr<security::runtime> security;
+  /// broker.zeromq.curve-client-public-key: with `security`, a client presenting it that
+  /// no identity lists is admitted as the anonymous identity.
+  std::optional<zmtp::key> shared_key;
+  /// The peer's address and port (for admission and its log).
+  std::string address;
+  uint16_t port = 0;
   /// Writes one log line (level warning for errors, info otherwise).
   std::function<void(bool error, const std::string&)> log;
 };
@@ -109,6 +128,14 @@ private:
   size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
 
   void on_event(zmtp::event& ev);
+  zmtp::session_config make_session_config();
+  bool admit_key(const zmtp::key& k);
+  bool admit_anonymous();
+  bool may_publish(std::string_view topic);
+  void on_subscription(bool subscribe, const std::string& prefix);
+  void apply_grants(const security::connection_access::subscription& sub,
+                    const std::string* again);
+  void attend();
   void learn_from_event(const zmtp::multipart& msg);
   void learn_from_subscription(const std::string& prefix);
   void close(const std::string& reason, bool error);
@@ -141,6 +168,12 @@ private:
   std::string zeek_id_;
   std::string zeek_name_;
   bool named_ = false; ///< Strand only: a name was learned (nothing more to look for).
+  // Access control (strand only; access_ null without rules).
+  std::unique_ptr<security::connection_access> access_;
+  std::vector<std::string> granted_; ///< What of them is in the forwarder, sorted.
+  std::string allowed_topic_;        ///< The last topic the node was allowed to publish on.
+  uint64_t allowed_generation_ = 0;  ///< Of the rules that allowed it.
+  bool allowed_cached_ = false;
 };
 
 } // namespace broker::internal::zeromq
