@@ -13,6 +13,7 @@
 
 #include "broker/internal/config/compat.hh"
 #include "broker/internal/config/config_file.hh"
+#include "broker/internal/config/read_file.hh"
 #include "broker/internal/config/options_table.hh"
 
 namespace broker {
@@ -353,28 +354,23 @@ std::optional<std::vector<std::string>> configuration::get_list(std::string_view
 // -- sources ----------------------------------------------------------------------------------
 
 error configuration::load_file(const std::string& path) {
-  // C stdio rather than ifstream: libstdc++'s filebuf throws when a read fails (e.g. when
-  // the path is a directory), and this function reports errors as values.
   auto fail = [&path](const char* what) {
     return error{ec::cannot_open_file, std::string{what} + " config file "
                                          + quote_for_message(path) + ": " + std::strerror(errno)};
   };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{std::fopen(path.c_str(), "rb"),
-                                                        &std::fclose};
-  if (!file)
-    return fail("cannot open");
   std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) {
-    text.append(buf, n);
-    if (text.size() > max_config_file_size)
+  switch (internal::read_file_bounded(path, max_config_file_size, text)) {
+    case internal::file_read::cannot_open:
+      return fail("cannot open");
+    case internal::file_read::cannot_read:
+      return fail("cannot read");
+    case internal::file_read::too_large:
       return error{ec::invalid_config, "config file " + quote_for_message(path)
                                          + " is larger than "
                                          + std::to_string(max_config_file_size) + " bytes"};
+    case internal::file_read::ok:
+      break;
   }
-  if (std::ferror(file.get()))
-    return fail("cannot read");
   return load_string(text, path);
 }
 

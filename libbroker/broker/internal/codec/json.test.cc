@@ -1701,22 +1701,7 @@ TEST_CASE("mutations of valid messages never crash the decoder", "[json]") {
   for (int i = 0; i < 20'000; ++i) {
     auto text = seeds[pick(seeds.size())];
     for (auto n = 1 + pick(4); n > 0; --n) {
-      auto pos = pick(text.size() + 1);
-      switch (pick(4)) {
-        case 0:
-          if (pos < text.size())
-            text[pos] = static_cast<char>(pick(256));
-          break;
-        case 1:
-          text.insert(pos, tokens[pick(std::size(tokens))]);
-          break;
-        case 2:
-          text.erase(pos, 1 + pick(8));
-          break;
-        default:
-          if (pos < text.size())
-            text.insert(pos, text.substr(pos, pick(16)));
-      }
+      json::test::mutate_once(text, pick, tokens);
     }
     std::string topic;
     data value;

@@ -94,4 +94,27 @@ inline std::string respace(std::string_view text, std::string_view space,
   return result;
 }
 
+/// Damages `text` once: a byte overwritten, one of `tokens` inserted, bytes erased, or a
+/// stretch repeated, at a random place (`pick(n)` draws from [0, n)). For the tests that
+/// the decoder never crashes and that its two paths agree on damaged input.
+template <class Pick, size_t N>
+void mutate_once(std::string& text, Pick& pick, const std::string_view (&tokens)[N]) {
+  auto pos = pick(text.size() + 1);
+  switch (pick(4)) {
+    case 0:
+      if (pos < text.size())
+        text[pos] = static_cast<char>(pick(256));
+      break;
+    case 1:
+      text.insert(pos, tokens[pick(N)]);
+      break;
+    case 2:
+      text.erase(pos, 1 + pick(8));
+      break;
+    default:
+      if (pos < text.size())
+        text.insert(pos, text.substr(pos, pick(16)));
+  }
+}
+
 } // namespace broker::internal::json::test

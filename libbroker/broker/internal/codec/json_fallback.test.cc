@@ -364,22 +364,7 @@ TEST_CASE("random mutations of messages decode alike on both paths", "[json]") {
   for (int i = 0; i < 4000; ++i) {
     auto text = gen.next();
     for (auto n = 1 + pick(3); n > 0; --n) {
-      auto pos = pick(text.size() + 1);
-      switch (pick(4)) {
-        case 0:
-          if (pos < text.size())
-            text[pos] = static_cast<char>(pick(256));
-          break;
-        case 1:
-          text.insert(pos, tokens[pick(std::size(tokens))]);
-          break;
-        case 2:
-          text.erase(pos, 1 + pick(8));
-          break;
-        default:
-          if (pos < text.size())
-            text.insert(pos, text.substr(pos, pick(16)));
-      }
+      mutate_once(text, pick, tokens);
     }
     if (check_paths_agree(text))
       ++taken;

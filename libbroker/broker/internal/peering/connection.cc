@@ -680,34 +680,40 @@ bool connection::fill_batch() {
     finish_close(peer_end::removed, "send buffer overflow");
     return false;
   }
-  if (out_ && attached_ && !closing_ && !probing_) {
-    for (;;) {
-      std::optional<filter_type> announcement;
-      if (!out_->take(batch_, announcement)) {
-        finish_close(peer_end::removed, "send buffer overflow");
-        return false;
-      }
-      if (announcement) {
-        std::string frame;
-        wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
-        gather_.copy(frame);
-      }
-      auto before = gather_.size();
-      for (auto& item : batch_)
-        append_data(item);
-      if (gather_.size() > before) {
-        last_write_ = std::chrono::steady_clock::now();
-        heard_ = false;
-      }
-      if (batch_.empty() || !gather_.empty())
-        break;
-      // Every message was dropped (refused by a filtered subscription, or unencodable):
-      // take again, so that the queue sees an empty take and counts us idle. Otherwise its
-      // next push would not wake us, and that message would wait for the one after it.
-      batch_.clear();
-    }
+  if (out_ && attached_ && !closing_ && !probing_
+      && take_into_gather(true) == take_result::closed) {
+    finish_close(peer_end::removed, "send buffer overflow");
+    return false;
   }
   return !gather_.empty();
+}
+
+connection::take_result connection::take_into_gather(bool check_access) {
+  for (;;) {
+    std::optional<filter_type> announcement;
+    if (!out_->take(batch_, announcement))
+      return take_result::closed;
+    if (batch_.empty() && !announcement)
+      return take_result::idle; // The queue counts us idle again: the next push wakes us.
+    if (announcement) {
+      std::string frame;
+      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
+      gather_.copy(frame);
+    }
+    auto before = gather_.size();
+    for (auto& item : batch_)
+      append_data(item, check_access);
+    if (gather_.size() > before) {
+      last_write_ = std::chrono::steady_clock::now();
+      heard_.store(false, std::memory_order_relaxed);
+    }
+    if (!gather_.empty())
+      return take_result::ready;
+    // Every message was dropped (refused by a filtered subscription, or unencodable):
+    // take again, so that the queue sees an empty take and counts us idle. Otherwise its
+    // next push would not wake us, and that message would wait for the one after it.
+    batch_.clear();
+  }
 }
 
 bool connection::write_through() {
@@ -727,23 +733,15 @@ bool connection::write_through() {
       && out_->size() < hold_limit() && std::chrono::steady_clock::now() < last_write_ + delay)
     return false;
   for (;;) {
-    std::optional<filter_type> announcement;
-    if (!out_->take(batch_, announcement)) {
-      direct_ok_.store(false, std::memory_order_relaxed);
-      return false; // Closed: the strand closes the connection.
-    }
-    if (batch_.empty() && !announcement)
-      return true; // The queue counts us idle again: the next push calls back.
-    if (announcement) {
-      std::string frame;
-      wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
-      gather_.copy(frame);
-    }
-    for (auto& item : batch_)
-      append_data(item, false); // Armed only while no delivery needs a check.
-    if (!batch_.empty()) {
-      last_write_ = std::chrono::steady_clock::now();
-      heard_.store(false, std::memory_order_relaxed);
+    // Armed only while no delivery needs an access check: none here.
+    switch (take_into_gather(false)) {
+      case take_result::closed:
+        direct_ok_.store(false, std::memory_order_relaxed);
+        return false; // The strand closes the connection.
+      case take_result::idle:
+        return true;
+      case take_result::ready:
+        break;
     }
     writes_through_.store(writes_through_.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);

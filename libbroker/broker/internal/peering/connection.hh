@@ -195,6 +195,11 @@ private:
   void send_raw(std::string bytes);
   void write_more();
   bool fill_batch();
+  /// What take_into_gather() found in the send queue.
+  enum class take_result : uint8_t { closed, idle, ready };
+  /// Moves what the send queue holds into gather_ (data frames, a routing update). Under
+  /// wmtx_, from the strand's fill_batch() or a routing thread's write_through().
+  take_result take_into_gather(bool check_access);
   /// `check`: ask access_ whether the item may go (the strand); false: write-through,
   /// armed only while no delivery needs a check.
   void append_data(const send_item& item, bool check = true);

@@ -1,6 +1,7 @@
 #include "broker/internal/security/rules_file.hh"
 
 #include "broker/internal/config/config_file.hh"
+#include "broker/internal/config/read_file.hh"
 #include "broker/topic.hh"
 
 #include <algorithm>
@@ -244,22 +245,19 @@ expected<std::shared_ptr<const rule_set>> load_rules_file(const std::string& pat
                                          + " \"" + printable(path)
                                          + "\": " + std::strerror(errno)};
   };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{std::fopen(path.c_str(), "rb"),
-                                                        &std::fclose};
-  if (!file)
-    return fail("cannot open");
   std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) {
-    text.append(buf, n);
-    if (text.size() > max_rules_file_size)
+  switch (read_file_bounded(path, max_rules_file_size, text)) {
+    case file_read::cannot_open:
+      return fail("cannot open");
+    case file_read::cannot_read:
+      return fail("cannot read");
+    case file_read::too_large:
       return error{ec::invalid_config, "broker.security.rules-file \"" + printable(path)
                                          + "\" is larger than "
                                          + std::to_string(max_rules_file_size) + " bytes"};
+    case file_read::ok:
+      break;
   }
-  if (std::ferror(file.get()))
-    return fail("cannot read");
   return load_rules(text, path, std::move(audit));
 }
 

@@ -15,11 +15,7 @@ TEST_CASE("zeromq bridge with libzmq nodes", "[zeromq][interop]") {
 
 #include "broker/endpoint.hh"
 #include "broker/internal/codec/bin.hh"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "broker/internal/zeromq/zeromq.test.hh"
 
 #include <zmq.h>
 
@@ -33,19 +29,10 @@ using namespace std::literals;
 
 namespace {
 
-constexpr int wait_ms = 5000;
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using broker::internal::zeromq::test::publish;
+using broker::internal::zeromq::test::recv_parts;
+using broker::internal::zeromq::test::wait_ms;
+constexpr auto free_port = &broker::internal::zeromq::test::fixture::free_port;
 
 /// An endpoint as the forwarder and one emulated Zeek node (its XPUB and XSUB).
 struct fixture {
@@ -91,30 +78,6 @@ struct fixture {
   }
 };
 
-void send_parts(void* s, const std::vector<std::string>& frames) {
-  for (size_t i = 0; i < frames.size(); ++i)
-    REQUIRE(zmq_send(s, frames[i].data(), frames[i].size(),
-                     i + 1 < frames.size() ? ZMQ_SNDMORE : 0)
-            == static_cast<int>(frames[i].size()));
-}
-
-std::vector<std::string> recv_parts(void* s) {
-  std::vector<std::string> parts;
-  for (;;) {
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, s, 0) < 0) {
-      zmq_msg_close(&msg);
-      return {};
-    }
-    parts.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
-    bool more = zmq_msg_more(&msg);
-    zmq_msg_close(&msg);
-    if (!more)
-      return parts;
-  }
-}
-
 /// Reads subscriptions from the node's XPUB until `wanted` comes (true) or time runs out.
 bool wait_subscription(void* pub, const std::string& wanted) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{wait_ms};
@@ -131,7 +94,7 @@ bool wait_subscription(void* pub, const std::string& wanted) {
 TEST_CASE("bridge: a node's publish reaches a ZeroMQ subscriber as broker-bin-v1",
           "[zeromq][interop]") {
   fixture f;
-  send_parts(f.sub, {"\x01zeek/to-zmq/"});
+  publish(f.sub, {"\x01zeek/to-zmq/"});
   // Our XPUB side passes the subscription to the node's XPUB: then it is in effect.
   REQUIRE(wait_subscription(f.pub, "\x01zeek/to-zmq/"));
   std::this_thread::sleep_for(100ms); // The core applies the bridge's subscription.
@@ -153,7 +116,7 @@ TEST_CASE("bridge: a ZeroMQ event reaches a local subscriber, subscribed on its 
   REQUIRE(wait_subscription(f.pub, "\x01zeek/from-zmq/"));
   data value = vector{data{"event"}, data{integer{-7}}, data{3.5}};
   auto payload = *internal::bin::encode(value);
-  send_parts(f.pub, {"zeek/from-zmq/e", "zeek-worker-1", "broker-bin-v1", payload});
+  publish(f.pub, {"zeek/from-zmq/e", "zeek-worker-1", "broker-bin-v1", payload});
   auto msg = local.get(std::chrono::milliseconds{wait_ms});
   REQUIRE(msg);
   CHECK(msg->topic() == "zeek/from-zmq/e");
@@ -162,9 +125,9 @@ TEST_CASE("bridge: a ZeroMQ event reaches a local subscriber, subscribed on its 
   REQUIRE(msg->impl().binary_if_known() != nullptr);
   CHECK(*msg->impl().binary_if_known() == payload);
   // Other formats and broken payloads are not bridged: the next message is the last one.
-  send_parts(f.pub, {"zeek/from-zmq/j", "zeek-worker-1", "broker-json-v1", "{}"});
-  send_parts(f.pub, {"zeek/from-zmq/b", "zeek-worker-1", "broker-bin-v1", "\xff\xff"});
-  send_parts(f.pub, {"zeek/from-zmq/last", "zeek-worker-1", "broker-bin-v1", payload});
+  publish(f.pub, {"zeek/from-zmq/j", "zeek-worker-1", "broker-json-v1", "{}"});
+  publish(f.pub, {"zeek/from-zmq/b", "zeek-worker-1", "broker-bin-v1", "\xff\xff"});
+  publish(f.pub, {"zeek/from-zmq/last", "zeek-worker-1", "broker-bin-v1", payload});
   msg = local.get(std::chrono::milliseconds{wait_ms});
   REQUIRE(msg);
   CHECK(msg->topic() == "zeek/from-zmq/last");
@@ -174,11 +137,11 @@ TEST_CASE("bridge: a ZeroMQ event is not sent back to ZeroMQ by the bridge",
           "[zeromq][interop]") {
   fixture f;
   auto local = f.ep->make_subscriber({"loop/"});
-  send_parts(f.sub, {"\x01loop/"});
+  publish(f.sub, {"\x01loop/"});
   REQUIRE(wait_subscription(f.pub, "\x01loop/"));
   std::this_thread::sleep_for(100ms);
   auto payload = *internal::bin::encode(data{"x"});
-  send_parts(f.pub, {"loop/1", "other-node", "broker-bin-v1", payload});
+  publish(f.pub, {"loop/1", "other-node", "broker-bin-v1", payload});
   REQUIRE(local.get(std::chrono::milliseconds{wait_ms}));
   // The node's XSUB gets the event once (from the forwarder), not again from the bridge.
   auto first = recv_parts(f.sub);
