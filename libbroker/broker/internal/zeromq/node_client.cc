@@ -254,6 +254,8 @@ private:
     return a + ":" + std::to_string(port);
   }
 
+  /// The link's close line (its only one in node mode): logged unless it is one more
+  /// failure of an outage already logged (a flapping or hostile forwarder).
   void link_log(bool is_error, const std::string& text) {
     bool stopped = false;
     {
@@ -266,12 +268,21 @@ private:
       log(log_level::info, text);
       return;
     }
-    if (outage_logged_)
+    if (stable())
+      quiet_ = false; // It was up long enough: this is a new outage.
+    if (quiet_ && is_error)
       return;
-    outage_logged_ = true;
+    quiet_ = true;
+    announced_ = false;
     log(is_error ? log_level::warning : log_level::info,
         text + "; reconnecting (every " + std::to_string(reconnect_min_ms) + " ms to "
           + std::to_string(reconnect_max_ms / 1000) + " s)");
+  }
+
+  /// Whether the current link has been up for reconnect_max_ms (or more).
+  bool stable() const {
+    return up_since_ && std::chrono::steady_clock::now() - *up_since_
+                          >= std::chrono::milliseconds{reconnect_max_ms};
   }
 
   void on_link_ready() {
@@ -281,12 +292,20 @@ private:
       state_ = "connected";
       n = ++connects_;
     }
-    backoff_ms_ = reconnect_min_ms;
-    outage_logged_ = false;
-    log(log_level::info, name_ + (n == 1 ? ": connected" : ": connected again"));
+    up_since_ = std::chrono::steady_clock::now();
+    if (!announced_) {
+      announced_ = true;
+      log(log_level::info, name_ + (n == 1 ? ": connected" : ": connected again"));
+    }
   }
 
   void on_link_closed(bool failed) {
+    // libzmq starts over at the shortest interval after a connection; we only after one
+    // that lasted, so that a forwarder that fails every connection is tried at most every
+    // reconnect_max_ms.
+    if (stable())
+      backoff_ms_ = reconnect_min_ms;
+    up_since_.reset();
     {
       std::lock_guard<std::mutex> guard{mtx_};
       if (link_) {
@@ -314,8 +333,9 @@ private:
       if (state_ == "connected")
         state_ = "reconnecting";
     }
-    if (!outage_logged_) {
-      outage_logged_ = true;
+    if (!quiet_) {
+      quiet_ = true;
+      announced_ = false;
       log(log_level::warning, name_ + ": cannot connect: " + why + "; retrying (every "
                                 + std::to_string(reconnect_min_ms) + " ms to "
                                 + std::to_string(reconnect_max_ms / 1000) + " s)");
@@ -349,8 +369,11 @@ private:
   asio::steady_timer timer_;
   tcp::resolver resolver_;
   std::optional<tcp::socket> socket_; ///< While connecting.
+  // Strand only.
   size_t backoff_ms_ = reconnect_min_ms;
-  bool outage_logged_ = false; ///< Strand only.
+  bool quiet_ = false;     ///< This outage was logged: more failures of it are not.
+  bool announced_ = false; ///< The connection (again) was logged.
+  std::optional<std::chrono::steady_clock::time_point> up_since_; ///< The link's handshake
 
   mutable std::mutex mtx_;
   bool stopped_ = false;

@@ -19,11 +19,12 @@
 //
 // Each uplink connects (resolving the host each time), and when the connection fails or
 // closes it tries again after a backoff, like libzmq (ZMQ_RECONNECT_IVL): 100 ms, doubled
-// after every failed attempt up to 2 s, back to 100 ms once a handshake completes. One log
-// line per outage (the close, or the first failed attempt), one when connected again;
-// attempts, handshakes and failures are counted. A bad forwarder (bad greeting, oversized
-// frames, CURVE refusal, a missed heartbeat) is handled by the link as on the server side:
-// one line, close, counted in `failed`; then the uplink reconnects.
+// after every failed attempt up to 2 s, back to 100 ms after a connection that lasted 2 s.
+// One log line per outage (the close, or the first failed attempt), one when connected
+// again; more failures of the same outage (refused attempts, failed handshakes, a
+// connection failing again within 2 s) are counted, not logged. A bad forwarder (bad
+// greeting, oversized frames, CURVE refusal, a missed heartbeat) is handled by the link as
+// on the server side: close, counted in `failed`; then the uplink reconnects.
 //
 // Threads: each uplink runs on its own strand, its links on the same one (the socket's
 // executor); start() and stop() from any thread but an I/O thread; the status from any.
