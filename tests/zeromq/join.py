@@ -10,7 +10,9 @@ bytes; when broker-node goes away its subscriptions are cancelled at the Zeek no
 forwarder restarts: broker-node reconnects, subscribes again and events flow again. Split
 horizon: libzmq's forwarder sends broker-node its own events back (it subscribes to what
 the peer and the client want); they are dropped and counted, and every event reaches each
-Zeek node, the peer and the client exactly once. Usage: join.py <broker-node>. Needs
+Zeek node, the peer and the client exactly once. Under CURVE broker-node is a client of
+Zeek's forwarder with the nodes' shared key pair (its ZAP handler admits that key only).
+Usage: join.py <broker-node>. Needs
 /usr/bin/python3 with python3-zmq (else skipped).
 """
 
@@ -43,7 +45,7 @@ TO_ZEEK = b"/join/to-zeek/"
 BOTH = b"/join/both/"
 
 
-def join(node_bin, c, **options):
+def join(node_bin, c, args=(), **options):
     """broker-node as a node of `c`'s forwarder (peering, WebSocket and metrics on)."""
     if not zeek_zmq.node_has_zeromq(node_bin):
         raise TestFailure("%s has no broker.zeromq.* options: the ZeroMQ transport is not in "
@@ -53,7 +55,7 @@ def join(node_bin, c, **options):
                            "--broker.zeromq.connect-xsub=tcp://%s:%d"
                            % (LOCALHOST, c.fwd.xpub_port),
                            "--broker.zeromq.node-id=%s" % NODE_ID.decode(),
-                           "--broker.metrics.endpoint-name=%s" % NODE_NAME],
+                           "--broker.metrics.endpoint-name=%s" % NODE_NAME] + list(args),
                 "bridge", web_socket=True, metrics=True, **options)
 
 
@@ -101,6 +103,17 @@ def ws_data(ws, seconds):
     return out
 
 
+def wait_ours(c, prefix, since=None, timeout=10.0):
+    """Waits until every Zeek node's XPUB reported broker-node's subscription to `prefix`
+    (since the positions in `since`): the forwarder passes every subscribe, so that is one
+    more than the Zeek nodes that subscribed it themselves."""
+    holders = sum(1 for n in c.nodes if prefix in n.topics)
+    start = since or {}
+    c.pump(lambda: all(n.notifications[start.get(n.name, 0):].count((True, prefix)) > holders
+                       for n in c.nodes), timeout=timeout,
+           what="broker-node's subscription to %r at every Zeek node" % prefix)
+
+
 def settle(c, seconds):
     """Handles the Zeek nodes' sockets for `seconds` (late duplicates would show)."""
     try:
@@ -128,8 +141,7 @@ def test_node_mode(node_bin):
                    what="broker-node's ZeroMQ::hello at every Zeek node")
             peer = RawPeer.dial(LOCALHOST, node.port, random_id(), [TO_BROKER.decode()])
             ws = subscribe_ws(node, TO_BROKER)
-            c.pump(lambda: all((True, TO_BROKER) in n.notifications for n in c.nodes),
-                   what="broker-node's subscription to %r at every Zeek node" % TO_BROKER)
+            wait_ours(c, TO_BROKER)
 
             payload = manager.publish(TO_BROKER + b"ev", "Join::to_broker", "z", 1)
             while True:
@@ -193,14 +205,12 @@ def test_forwarder_restart(node_bin):
         peer = None
         try:
             peer = RawPeer.dial(LOCALHOST, node.port, random_id(), [TO_BROKER.decode()])
-            c.pump(lambda: all((True, TO_BROKER) in n.notifications for n in c.nodes),
-                   what="broker-node's subscription to %r at every Zeek node" % TO_BROKER)
+            wait_ours(c, TO_BROKER)
             marks = {n.name: len(n.notifications) for n in c.nodes}
             c.fwd.restart()
-            c.pump(lambda: all((True, nodeid_topic(NODE_ID)) in n.notifications[marks[n.name]:]
-                               and (True, TO_BROKER) in n.notifications[marks[n.name]:]
-                               for n in c.nodes), timeout=20,
-                   what="broker-node's subscriptions again at every Zeek node")
+            # (A node whose XPUB reconnects after the others subscribed gets each prefix once,
+            # from the forwarder's replay: only our nodeid topic says it was us.)
+            wait_ours(c, nodeid_topic(NODE_ID), since=marks, timeout=20)
             # Zeek -> peer: the manager filters at the sender until it has our subscription.
             sent = []
             deadline = time.monotonic() + 15
@@ -250,8 +260,7 @@ def test_split_horizon(node_bin):
         try:
             peer = RawPeer.dial(LOCALHOST, node.port, random_id(), [BOTH.decode()])
             ws = subscribe_ws(node, BOTH)
-            c.pump(lambda: all((True, BOTH) in n.notifications for n in c.nodes),
-                   what="broker-node's subscription to %r at every Zeek node" % BOTH)
+            wait_ours(c, BOTH)
             # Until the Zeek nodes' subscription is in broker-node's core: probes.
             deadline = time.monotonic() + 15
             probes = 0
@@ -304,4 +313,59 @@ def test_split_horizon(node_bin):
             node.kill()
 
 
-run_tests([test_node_mode, test_forwarder_restart, test_split_horizon], limit=90)
+def test_curve(node_bin):
+    """under CURVE (Zeek's keys: the forwarder's pair, the nodes' shared client pair):
+    broker-node joins as a CURVE client and bridges both ways; with the wrong server key it
+    never completes a handshake, says so once and counts the failures"""
+    keys = zeek_zmq.curve_keys()
+    with Cluster(node_bin, curve=keys, reference=True) as c:
+        manager = c.node("manager", topics=[TO_BROKER])
+        worker = c.node("worker-1", topics=[TO_ZEEK])
+        c.pump(c.all_up(), what="node_up under CURVE")
+        node = join(node_bin, c, [
+            "--broker.zeromq.curve-client-secret-key=%s" % keys["client_secret"].decode(),
+            "--broker.zeromq.curve-client-public-key=%s" % keys["client_public"].decode(),
+            "--broker.zeromq.curve-server-public-key=%s" % keys["server_public"].decode()])
+        peer = None
+        try:
+            wait_ours(c, nodeid_topic(NODE_ID))
+            peer = RawPeer.dial(LOCALHOST, node.port, random_id(), [TO_BROKER.decode()])
+            wait_ours(c, TO_BROKER)
+            payload = manager.publish(TO_BROKER + b"c", "Join::curve", "c")
+            got = peer_data(peer, 5)
+            check_eq(got[:1], [(TO_BROKER + b"c", payload)], "the Zeek event at the peer")
+            from_peer = zeek_event("Join::from_peer", "c")
+            deadline = time.monotonic() + 10
+            while not worker.events:
+                check(time.monotonic() < deadline, "no peer event at worker-1 under CURVE")
+                peer.publish(TO_ZEEK + b"c", from_peer)
+                settle(c, 0.3)
+            check_eq(worker.events[0], [TO_ZEEK + b"c", NODE_ID, b"broker-bin-v1", from_peer],
+                     "the peer's event at worker-1 under CURVE")
+            check_eq(c.fwd.refused, 0, "CURVE clients Zeek's ZAP handler refused")
+        finally:
+            if peer is not None:
+                peer.close()
+            node.kill()
+        wrong = zeek_zmq.curve_keys()
+        node = join(node_bin, c, [
+            "--broker.zeromq.curve-client-secret-key=%s" % keys["client_secret"].decode(),
+            "--broker.zeromq.curve-server-public-key=%s" % wrong["server_public"].decode()])
+        try:
+            deadline = time.monotonic() + 15
+            while True:
+                z = status(node)
+                if all(l["failed"] >= 2 for l in z["connections"]):
+                    break
+                check(time.monotonic() < deadline,
+                      "broker-node with the wrong server key: no failed handshakes in %r" % z)
+                time.sleep(0.2)
+            check(all(l["connects"] == 0 and l["state"] != "connected"
+                      for l in z["connections"]), "no connection with the wrong key: %r" % z)
+            lines = [l for l in node.err_lines if "xsub connection to" in l and "closed" in l]
+            check_eq(len(lines), 1, "log lines of the xsub connection's failures (one outage)")
+        finally:
+            node.kill()
+
+
+run_tests([test_node_mode, test_forwarder_restart, test_split_horizon, test_curve], limit=90)

@@ -114,7 +114,8 @@ struct zeek_node {
   void* pub;
   void* sub;
 
-  zeek_node(void* ctx, const libzmq_forwarder& fwd) {
+  zeek_node(void* ctx, const libzmq_forwarder& fwd, const zmtp::keypair* client = nullptr,
+            const zmtp::key* server = nullptr) {
     pub = zmq_socket(ctx, ZMQ_XPUB);
     sub = zmq_socket(ctx, ZMQ_XSUB);
     int one = 1;
@@ -124,6 +125,11 @@ struct zeek_node {
     for (auto* s : {pub, sub}) {
       zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
       zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+      if (client != nullptr) {
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server->data(), 32);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, client->public_key.data(), 32);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, client->secret_key.data(), 32);
+      }
     }
     REQUIRE(zmq_connect(pub, fwd.xsub_endpoint().c_str()) == 0);
     REQUIRE(zmq_connect(sub, fwd.xpub_endpoint().c_str()) == 0);
@@ -176,10 +182,16 @@ std::string topic_of(const std::vector<std::string>& ev) {
   return ev.empty() ? std::string{} : ev[0];
 }
 
-/// An endpoint in node mode at `fwd`.
-std::unique_ptr<endpoint> node_endpoint(const libzmq_forwarder& fwd) {
+/// An endpoint in node mode at `fwd` (`client`: CURVE with the forwarder's `server` key).
+std::unique_ptr<endpoint> node_endpoint(const libzmq_forwarder& fwd,
+                                        const zmtp::keypair* client = nullptr,
+                                        const zmtp::key* server = nullptr) {
   configuration cfg;
   REQUIRE(!cfg.set("broker.disable-ssl", "true"));
+  if (client != nullptr) {
+    REQUIRE(!cfg.set("broker.zeromq.curve-client-secret-key", zmtp::to_z85(client->secret_key)));
+    REQUIRE(!cfg.set("broker.zeromq.curve-server-public-key", zmtp::to_z85(*server)));
+  }
   REQUIRE(!cfg.set("broker.zeromq.connect-xpub", fwd.xsub_endpoint()));
   REQUIRE(!cfg.set("broker.zeromq.connect-xsub", fwd.xpub_endpoint()));
   REQUIRE(!cfg.set("broker.zeromq.node-id", "node-test"));
@@ -286,6 +298,35 @@ TEST_CASE("node mode: split horizon, our own events back from the forwarder are 
       if (topic_of(ev) == "both/2")
         echoes += ev[1] == "node-test" ? 100 : 1;
     CHECK(echoes == 1);
+  }
+  zmq_ctx_term(ctx);
+}
+
+TEST_CASE("node mode: CURVE both ways through a CURVE forwarder", "[zeromq][interop]") {
+  auto server = zmtp::generate_keypair();
+  auto client = zmtp::generate_keypair();
+  libzmq_forwarder fwd{0, 0, &server};
+  void* ctx = zmq_ctx_new();
+  {
+    zeek_node z{ctx, fwd, &client, &server.public_key};
+    auto ep = node_endpoint(fwd, &client, &server.public_key);
+    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
+    auto local = ep->make_subscriber({"c/in/"});
+    REQUIRE(z.wait_subscription(std::string{"\x01"} + "c/in/"));
+    auto payload = *bin::encode(data{"sealed"});
+    // A burst: several sealed messages in one read.
+    for (int i = 1; i <= 5; ++i)
+      publish(z.pub, {"c/in/" + std::to_string(i), "zeek-1", "broker-bin-v1", payload});
+    for (int i = 1; i <= 5; ++i) {
+      auto msg = local.get(std::chrono::milliseconds{wait_ms});
+      REQUIRE(msg);
+      CHECK(msg->topic() == "c/in/" + std::to_string(i));
+    }
+    publish(z.sub, {std::string{"\x01"} + "c/out/"});
+    REQUIRE(until_bridged(*ep, z, "c/out/"));
+    REQUIRE(!ep->publish("c/out/x", data{"sealed"}));
+    auto got = z.wait_event([](auto& ev) { return topic_of(ev) == "c/out/x"; });
+    CHECK(got == std::vector<std::string>{"c/out/x", "node-test", "broker-bin-v1", payload});
   }
   zmq_ctx_term(ctx);
 }
