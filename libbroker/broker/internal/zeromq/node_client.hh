@@ -17,12 +17,12 @@
 // The connections are zmq_links (zmq_link.hh) on the client side of the handshake; nothing
 // passes between the two (split horizon, bridge.hh), so no event from ZeroMQ returns there.
 //
-// Each uplink connects (resolving the host each time), and when the connection fails or
-// closes it tries again after a backoff, like libzmq (ZMQ_RECONNECT_IVL): 100 ms, doubled
-// after every failed attempt up to 2 s, back to 100 ms after a connection that lasted 2 s.
-// One log line per outage (the close, or the first failed attempt), one when connected
-// again; more failures of the same outage (refused attempts, failed handshakes, a
-// connection failing again within 2 s) are counted, not logged. A bad forwarder (bad
+// Each uplink (uplink.hh) connects (resolving the host each time), and when the connection
+// fails or closes it tries again after a backoff, like libzmq (ZMQ_RECONNECT_IVL): 100 ms,
+// doubled after every failed attempt up to 2 s, back to 100 ms after a connection that
+// lasted 2 s. One log line per outage (the close, or the first failed attempt), one when
+// connected again for 2 s; more failures of the same outage (refused attempts, failed
+// handshakes, a connection failing again) are counted, not logged. A bad forwarder (bad
 // greeting, oversized frames, CURVE refusal, a missed heartbeat) is handled by the link as
 // on the server side: close, counted in `failed`; then the uplink reconnects.
 //
