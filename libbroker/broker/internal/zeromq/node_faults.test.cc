@@ -264,6 +264,19 @@ TEST_CASE("node mode: a forwarder that sends garbage is closed, counted and retr
   }
 }
 
+TEST_CASE("node mode: a forwarder that stops answering heartbeats is closed and retried",
+          "[zeromq][interop]") {
+  // It completes the handshake and then reads without answering a PING.
+  raw_listener silent{[](int fd) { handshake_then(fd, ""); }};
+  auto zs = settings_for(silent.port, fixture::free_port());
+  zs.heartbeat_interval_ms = 100;
+  client_fixture c{zs};
+  REQUIRE(wait_until([&] { return c.link("xpub").failed >= 1; }));
+  CHECK(c.link("xpub").connects >= 1);
+  CHECK(c.link("xpub").last_error.find("xpub connection to") != std::string::npos);
+  REQUIRE(wait_until([&] { return c.link("xpub").connects >= 2; }, reconnect_ms_bound));
+}
+
 TEST_CASE("node mode: CURVE as a client of a CURVE forwarder", "[zeromq][interop]") {
   auto server = zmtp::generate_keypair();
   auto client = zmtp::generate_keypair();
