@@ -244,17 +244,27 @@ void bridge::on_zmq_subscription(bool subscribe, const std::string& prefix) {
   sync_subscriptions();
 }
 
-void bridge::update_filter(filter_type f) {
-  std::vector<std::string> prefixes;
-  prefixes.reserve(f.size());
-  for (auto& t : f)
-    prefixes.push_back(t.string());
-  post([self = shared_from_this(), prefixes = std::move(prefixes)]() mutable {
-    {
-      std::lock_guard<std::mutex> guard{self->filter_mtx_};
-      self->filter_ = std::move(prefixes);
-    }
-    self->sync_subscriptions();
+void bridge::update_filter(const filter_type&) {
+  // What the node's other handlers want: the announced filter holds the bridge's own
+  // subscriptions too (what ZeroMQ subscribers want), and subscribing to those on their
+  // behalf would pull every cluster event into the core and, in node mode, keep each
+  // prefix alive upstream for good (our own subscription holds it at the forwarder).
+  // Computed on the core's thread, applied on the strand, in order.
+  std::weak_ptr<bridge> weak = weak_from_this();
+  rt_->post([weak, id = id_](core_state& st) {
+    auto self = weak.lock();
+    if (!self)
+      return;
+    std::vector<std::string> prefixes;
+    for (auto& t : st.filter_without(id))
+      prefixes.push_back(t.string());
+    self->post([self, prefixes = std::move(prefixes)]() mutable {
+      {
+        std::lock_guard<std::mutex> guard{self->filter_mtx_};
+        self->filter_ = std::move(prefixes);
+      }
+      self->sync_subscriptions();
+    });
   });
 }
 

@@ -4,7 +4,8 @@
 // Broker peers, WebSocket clients, local subscribers and stores.
 //
 // ZeroMQ -> core: every event a node publishes is offered to the bridge (forwarder::tap);
-// one whose topic matches the node's filter (what the other handlers subscribed), whose
+// one whose topic matches what the node's other handlers subscribed (local ones and peers,
+// not the bridge itself: core_state::filter_without()), whose
 // format is `broker-bin-v1` and whose payload is a valid bin-v1 value becomes a data
 // message built from the received bytes (decoded only if somebody reads the value; peers
 // get the same bytes) and is routed as the bridge's source. Others are counted as not
@@ -88,8 +89,10 @@ public:
   /// Detaches from the core and the forwarder. Idempotent.
   void stop();
 
-  /// The node's filter changed (the core's announcement). Any thread.
-  void update_filter(filter_type f);
+  /// The node's filter changed (the core's announcement): the bridge asks the core for
+  /// what the other handlers want (core_state::filter_without()) and subscribes to that.
+  /// Any thread.
+  void update_filter(const filter_type& announced);
 
   /// An event from a ZeroMQ publisher (the forwarder's tap). Any thread.
   void tap(const shared_event& ev);

@@ -211,6 +211,27 @@ TEST_CASE("node mode: split horizon, our own events back from the forwarder are 
   zmq_ctx_term(ctx);
 }
 
+TEST_CASE("node mode: broker-node does not subscribe upstream to what only Zeek nodes want",
+          "[zeromq][interop]") {
+  // The bridge takes what Zeek nodes subscribe to (to send them the node's messages); it
+  // must not subscribe to it in turn: that would pull those events into the node, and our
+  // subscription would keep the prefix held at the forwarder after the node cancels it.
+  libzmq_forwarder fwd;
+  void* ctx = zmq_ctx_new();
+  {
+    zeek_node z{ctx, fwd};
+    auto ep = node_endpoint(fwd);
+    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
+    const std::string prefix = "zeek-only/";
+    publish(z.sub, {"\x01" + prefix});
+    REQUIRE(until_bridged(*ep, z, prefix)); // The bridge holds it now.
+    // The cancel reaches the node's XPUB: nobody else (not we) holds the prefix.
+    publish(z.sub, {std::string{"\0", 1} + prefix});
+    CHECK(z.wait_subscription(std::string{"\0", 1} + prefix));
+  }
+  zmq_ctx_term(ctx);
+}
+
 TEST_CASE("node mode: CURVE both ways through a CURVE forwarder", "[zeromq][interop]") {
   auto server = zmtp::generate_keypair();
   auto client = zmtp::generate_keypair();
