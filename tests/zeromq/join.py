@@ -26,7 +26,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
 from brokertest.checks import TestFailure, check, check_eq, run_tests, skip_script  # noqa: E402
-from brokertest.net import LOCALHOST  # noqa: E402
+from brokertest.net import LOCALHOST, scrape_metrics  # noqa: E402
 from brokertest.procs import run_once  # noqa: E402
 from brokertest import zeek_zmq  # noqa: E402
 
@@ -179,6 +179,10 @@ def test_node_mode(node_bin):
                      "the node-mode connections in /v1/status")
             check(z["hellos_sent"] >= 2 and z["bridged_to_core"] >= 1
                   and z["bridged_from_core"] >= 2, "/v1/status counters: %r" % z)
+            # (Its labels include endpoint="<endpoint-name>" as that is set.)
+            check_eq([v for k, v in scrape_metrics(node.metrics_port).items()
+                      if k.startswith("broker_connections{") and 'type="zeromq"' in k],
+                     [2], 'broker_connections{type="zeromq"} in node mode')
             code, out, err = run_once(node_bin, ["--status", "http://%s:%d"
                                                  % (LOCALHOST, node.metrics_port)])
             check_eq(code, 0, "broker-node --status: exit code (stderr: %s)" % err)
