@@ -240,23 +240,44 @@ void print_tables(const json& st) {
   }
   if (st.contains("zeromq")) {
     auto& z = st["zeromq"];
+    bool node_mode = z.value("mode", std::string{}) == "node";
     rows.clear();
     for (auto& c : z["connections"]) {
       if (rows.size() == max_rows)
         break;
-      rows.push_back({text(c["side"]), text(c["peer"]), text(c.value("zeek_node_name", json{})),
-                      text(c.value("zeek_node_id", json{})), text(c["queued"]),
-                      text(c["messages_in"]), text(c["messages_out"]), text(c["dropped"])});
+      // Node mode: the forwarder's sockets we connect to, and how they fare.
+      if (node_mode)
+        rows.push_back({text(c["side"]), text(c.value("endpoint", json{})),
+                        text(c.value("state", json{})), text(c.value("connects", json{})),
+                        text(c["queued"]), text(c["messages_in"]), text(c["messages_out"]),
+                        text(c["dropped"])});
+      else
+        rows.push_back({text(c["side"]), text(c["peer"]),
+                        text(c.value("zeek_node_name", json{})),
+                        text(c.value("zeek_node_id", json{})), text(c["queued"]),
+                        text(c["messages_in"]), text(c["messages_out"]), text(c["dropped"])});
     }
-    table("ZeroMQ connections",
-          {"SIDE", "PEER", "ZEEK NODE", "NODE ID", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
-          z["connections"].size());
-    std::printf("  node id %s, XSUB port %s, XPUB port %s, failed %s, bridged in %s, out %s, "
-                "not bridged %s\n",
-                text(z["node_id"]).c_str(), text(z["xsub_port"]).c_str(),
-                text(z["xpub_port"]).c_str(), text(z["failed"]).c_str(),
-                text(z["bridged_to_core"]).c_str(), text(z["bridged_from_core"]).c_str(),
-                text(z["not_bridged"]).c_str());
+    if (node_mode) {
+      table("ZeroMQ connections (node mode)",
+            {"SIDE", "FORWARDER", "STATE", "CONNECTS", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
+            z["connections"].size());
+      std::printf("  node id %s, reconnects %s, failed attempts %s, failed %s, bridged in %s, "
+                  "out %s, not bridged %s, own events dropped %s\n",
+                  text(z["node_id"]).c_str(), text(z.value("reconnects", json{})).c_str(),
+                  text(z.value("connect_failures", json{})).c_str(), text(z["failed"]).c_str(),
+                  text(z["bridged_to_core"]).c_str(), text(z["bridged_from_core"]).c_str(),
+                  text(z["not_bridged"]).c_str(), text(z.value("own_events", json{})).c_str());
+    } else {
+      table("ZeroMQ connections",
+            {"SIDE", "PEER", "ZEEK NODE", "NODE ID", "QUEUED", "IN", "OUT", "DROPPED"}, rows,
+            z["connections"].size());
+      std::printf("  node id %s, XSUB port %s, XPUB port %s, failed %s, bridged in %s, out %s, "
+                  "not bridged %s\n",
+                  text(z["node_id"]).c_str(), text(z["xsub_port"]).c_str(),
+                  text(z["xpub_port"]).c_str(), text(z["failed"]).c_str(),
+                  text(z["bridged_to_core"]).c_str(), text(z["bridged_from_core"]).c_str(),
+                  text(z["not_bridged"]).c_str());
+    }
   }
   rows.clear();
   auto& local = st["local"];

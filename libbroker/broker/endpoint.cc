@@ -7,6 +7,7 @@
 #include "broker/internal/config/security_options.hh"
 #include "broker/internal/config/zeromq_options.hh"
 #include "broker/internal/ops/node_probe.hh"
+#include "broker/internal/zeromq/node_client.hh"
 #include "broker/internal/security/exposure.hh"
 
 #include "broker/internal/core/local_queue.hh"
@@ -180,15 +181,28 @@ endpoint::endpoint(configuration cfg) {
                                       "broker.web-socket.address");
   if (!startup_error_) {
     auto zs = internal::read_zeromq_settings(conf);
-    // Node mode is not implemented: refuse rather than ignore, so that nobody runs a
-    // node that looks configured and never joins the cluster.
-    if (!zs.connect_xpub.empty() || !zs.connect_xsub.empty())
-      startup_error_ = error{ec::invalid_config,
-                             std::string{"broker.zeromq.connect-xpub / connect-xsub: node mode "
-                                         "(joining an existing ZeroMQ forwarder) is not "
-                                         "supported yet; unset them and run broker-node as "
-                                         "the forwarder (broker.zeromq.xsub-port, xpub-port)"}};
-    else if (zs.xsub_port != 0 || zs.xpub_port != 0) {
+    // Node mode: a node of an existing forwarder (zeromq/node_client.hh); it refuses the
+    // forwarder's ports too (the modes exclude each other) and bad endpoints or keys.
+    if (internal::zeromq::wants_node_mode(zs)) {
+      auto name = ops.endpoint_name.empty() ? std::string{"broker-node"} : ops.endpoint_name;
+      if (auto nc = internal::zeromq::node_client::start(*ctx_->io(), zs, ctx_->runtime(),
+                                                         ctx_->next_id(), name);
+          !nc) {
+        startup_error_ = nc.error_value();
+      } else {
+        ctx_->io()->get_logger().write(
+          internal::log_level::info, "zeromq",
+          "joining the forwarder as a node: XPUB to " + zs.connect_xpub + ", XSUB to "
+            + zs.connect_xsub + ", node id " + zs.node_id
+            + (zs.client_secret_key.empty() ? ", NULL" : ", CURVE"));
+        ctx_->set_zeromq(*nc);
+        std::weak_ptr<internal::zeromq::server> weak_zs = *nc;
+        ctx_->runtime()->run([weak_zs](core_state& st) {
+          if (auto z = weak_zs.lock())
+            z->update_filter(st.announcement_for(0));
+        });
+      }
+    } else if (zs.xsub_port != 0 || zs.xpub_port != 0) {
       if (auto srv = internal::zeromq::server::start(*ctx_->io(), zs, ctx_->runtime(),
                                                      ctx_->next_id(), ctx_->security());
           !srv) {

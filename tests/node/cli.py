@@ -174,20 +174,44 @@ def test_rate(binary):
         check(not node.matching(is_status("peer_added")), "-r alone prints no status lines")
 
 
-def test_zeromq_node_mode_refused(binary):
-    """broker.zeromq.connect-xpub / connect-xsub (node mode, not implemented yet) stop the
-    node at start with an error that names them, instead of being ignored"""
-    for opt in ["--broker.zeromq.connect-xpub=tcp://127.0.0.1:5556",
-                "--broker.zeromq.connect-xsub=tcp://127.0.0.1:5555"]:
-        code, _, err = run_once(binary, ["-p", "0", "--listen-address=127.0.0.1", opt,
-                                         "--broker.disable-ssl"])
-        check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (opt, code, err))
-        check("broker.zeromq.connect-xpub / connect-xsub" in err and "not supported" in err,
-              "%s: the error names the options and says why: %s" % (opt, err))
+def test_zeromq_node_mode_options(binary):
+    """node mode (broker.zeromq.connect-xpub / connect-xsub): malformed endpoints, one of the
+    two alone, or node mode together with the forwarder's ports stop the node at start with
+    an error that names the option and what is wrong; well-formed ones start it even with
+    no forwarder there yet (it retries and says so once)"""
+    xpub_ok = "--broker.zeromq.connect-xpub=tcp://127.0.0.1:%d" % free_port()
+    xsub_ok = "--broker.zeromq.connect-xsub=tcp://127.0.0.1:%d" % free_port()
+    cases = [
+        (["--broker.zeromq.connect-xpub=tcp://nohost", xsub_ok],
+         ["broker.zeromq.connect-xpub", "tcp://nohost", "no port"]),
+        ([xpub_ok, "--broker.zeromq.connect-xsub=udp://127.0.0.1:5555"],
+         ["broker.zeromq.connect-xsub", "transport udp is not supported"]),
+        ([xpub_ok, "--broker.zeromq.connect-xsub=tcp://127.0.0.1:0"],
+         ["broker.zeromq.connect-xsub", "from 1 to 65535"]),
+        ([xpub_ok], ["connect-xsub is not set"]),
+        ([xsub_ok], ["connect-xpub is not set"]),
+        ([xpub_ok, xsub_ok, "--broker.zeromq.xsub-port=%d" % free_port()],
+         ["exclude each other", "broker.zeromq.xsub-port"]),
+        ([xpub_ok, xsub_ok, "--broker.zeromq.curve-client-secret-key=%s" % ("x" * 40)],
+         ["curve-server-public-key"]),
+    ]
+    for args, wanted in cases:
+        code, _, err = run_once(binary, ["-p", "0", "--listen-address=127.0.0.1",
+                                         "--broker.disable-ssl"] + args)
+        check(code == EXIT_INVALID_CONFIG, "%s exits 1, got %d: %s" % (args, code, err))
+        for text in wanted:
+            check(text in err, "%s: the error names %r: %s" % (args, text, err))
+    with Cleanup() as cleanup:
+        node = cleanup.add(Node(binary, [xpub_ok, xsub_ok], "joining"))
+        node.wait_for(lambda l: "joining the forwarder as a node" in l, stderr=True,
+                      what="the node-mode start line")
+        node.wait_for(lambda l: "xsub connection to" in l and "cannot connect" in l,
+                      stderr=True, what="one line for the unreachable forwarder")
+        check(node.alive(), "broker-node keeps running without its forwarder")
 
 
 if __name__ == "__main__":
     run_tests([test_help, test_invalid_configuration, test_port_in_use, test_web_socket_gateway,
                test_signals,
                test_config_file_and_environment, test_ping_pong, test_ping_without_ponger,
-               test_rate, test_zeromq_node_mode_refused], limit=90)
+               test_rate, test_zeromq_node_mode_options], limit=90)

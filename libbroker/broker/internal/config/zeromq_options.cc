@@ -65,26 +65,29 @@ void append_zeromq_options(std::vector<option_info>& table) {
                              "required on both (Zeek: curve_server_secretkey)"));
   table.push_back(row("broker.zeromq.curve-server-public-key", option_type::string, "",
                       "Z85 CURVE public key of the forwarder sockets; empty: derived from the "
-                      "secret key (Zeek: curve_server_publickey)"));
+                      "secret key; node mode: the forwarder's key, which turns CURVE on "
+                      "(Zeek: curve_server_publickey)"));
   table.push_back(secret_row("broker.zeromq.curve-client-secret-key",
                              "Z85 CURVE secret key of this node's connections in node mode, "
-                             "which is not supported yet (Zeek: curve_client_secretkey)"));
+                             "needed with the forwarder's curve-server-public-key (Zeek: "
+                             "curve_client_secretkey)"));
   table.push_back(row("broker.zeromq.curve-client-public-key", option_type::string, "",
                       "Z85 CURVE public key the Zeek nodes share (Zeek: curve_client_publickey); "
                       "with CURVE on, the forwarder admits only a node with this key (others "
                       "are refused, ZAP status 400, as by Zeek's forwarder); empty: any "
-                      "client key"));
+                      "client key; node mode: ours, checked against curve-client-secret-key"));
   table.push_back(row("broker.zeromq.connect-xpub", option_type::string, "",
-                      "node mode (NOT supported yet: set, broker-node refuses to start): "
-                      "tcp://host:port of an existing forwarder's XSUB that our XPUB would "
-                      "connect to (Zeek: connect_xpub_endpoint); empty: off"));
+                      "node mode: tcp://host:port of an existing forwarder's XSUB that our "
+                      "XPUB connects to (Zeek: connect_xpub_endpoint, port 5556); set with "
+                      "connect-xsub, not with xsub-port / xpub-port; empty: off"));
   table.push_back(row("broker.zeromq.connect-xsub", option_type::string, "",
-                      "node mode (NOT supported yet: set, broker-node refuses to start): "
-                      "tcp://host:port of an existing forwarder's XPUB that our XSUB would "
-                      "connect to (Zeek: connect_xsub_endpoint); empty: off"));
+                      "node mode: tcp://host:port of an existing forwarder's XPUB that our "
+                      "XSUB connects to (Zeek: connect_xsub_endpoint, port 5555); set with "
+                      "connect-xpub; empty: off"));
   table.push_back(row("broker.zeromq.node-id", option_type::string, "",
-                      "this node's ZeroMQ node id; empty: generated as Zeek does "
-                      "(brokernode_<name>_<host>_<pid>_<random>)"));
+                      "this node's ZeroMQ node id (the sender frame of its events; node mode: "
+                      "it subscribes to zeek.cluster.nodeid.<id>.); empty: generated as Zeek "
+                      "does (brokernode_<name>_<host>_<pid>_<random>)"));
   auto size = row("broker.zeromq.buffer-size", option_type::count,
                   std::to_string(default_zeromq_buffer_size),
                   "messages queued per ZeroMQ connection before its overflow policy applies "

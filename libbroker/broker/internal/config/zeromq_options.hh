@@ -27,8 +27,8 @@ struct zeromq_settings {
   uint16_t xpub_port = 0;             ///< broker.zeromq.xpub-port (0: off)
   std::string server_secret_key;      ///< Z85, 40 characters; set: CURVE required
   std::string server_public_key;      ///< Z85; derived from the secret if empty
-  std::string client_secret_key;      ///< node mode
-  std::string client_public_key;      ///< node mode
+  std::string client_secret_key;      ///< node mode: ours (zeromq/node_client.hh)
+  std::string client_public_key;      ///< the admitted client key; node mode: ours
   std::string connect_xpub;           ///< node mode: "tcp://host:port" of a forwarder's XSUB
   std::string connect_xsub;           ///< node mode: "tcp://host:port" of a forwarder's XPUB
   std::string node_id;                ///< our node id (generated if empty)

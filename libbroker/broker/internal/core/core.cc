@@ -110,6 +110,17 @@ filter_type core_state::filter() const {
   return announcer_.local_filter();
 }
 
+filter_type core_state::filter_without(uint64_t id) const {
+  filter_type result;
+  for (auto& [hid, e] : handlers_)
+    if (hid != id)
+      for (auto& x : e.filter)
+        if (!x.is_reserved())
+          result.push_back(x);
+  minimize(result);
+  return result;
+}
+
 // -- sources --------------------------------------------------------------------
 
 void core_state::add_source(uint64_t id, std::shared_ptr<source_stats> stats) {

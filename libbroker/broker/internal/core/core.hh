@@ -95,6 +95,12 @@ public:
   /// The union of all local handlers' prefixes, minimized (what peers would receive).
   filter_type filter() const;
 
+  /// The union of every handler's prefixes but handler `id`'s (peers' included, reserved
+  /// ones not), minimized: what a transport that is itself handler `id` subscribes to
+  /// elsewhere on behalf of all the others (the ZeroMQ bridge, zeromq/bridge.hh), without
+  /// its own wishes echoed back. O(prefixes).
+  filter_type filter_without(uint64_t id) const;
+
   // -- sources (for the status page and metrics) ---------------------------------
 
   /// Registers what a source routes. A source with a handler of the same id (a hub, a

@@ -79,6 +79,7 @@ private:
     if (!srv)
       return;
     out.enabled = true;
+    out.mode = std::string{srv->mode()};
     out.node_id = srv->node_id();
     out.xsub_port = srv->xsub_port();
     out.xpub_port = srv->xpub_port();
@@ -98,10 +99,17 @@ private:
     out.bridged_from_core = c.bridged_from_core;
     out.not_bridged = c.not_bridged;
     out.bridge_dropped = c.bridge_dropped;
+    out.own_events = c.own_events;
+    out.reconnects = c.reconnects;
+    out.connect_failures = c.connect_failures;
+    out.to_node = c.to_node;
+    out.hellos_sent = c.hellos_sent;
     for (auto& l : srv->links())
       out.links.push_back(zeromq_link_report{l.side, l.peer, l.messages_in, l.messages_out,
                                              l.dropped, l.queued, l.capacity,
-                                             l.policy, l.zeek_id, l.zeek_name});
+                                             l.policy, l.zeek_id, l.zeek_name, l.state,
+                                             l.endpoint, l.connects, l.connect_failures,
+                                             l.failed, l.last_error});
   }
 
   static void add_clients(const endpoint_context& ctx, client_report& out) {

@@ -191,7 +191,12 @@ const std::vector<family_row>& rows() {
        auto& m = in.snap.core.metrics;
        w.sample({{"type", "native"}}, m[handler_kind::peer].handlers);
        w.sample({{"type", "web-socket"}}, m[handler_kind::web_socket].handlers);
-       w.sample({{"type", "zeromq"}}, in.snap.network.zeromq.links.size());
+       // Open ones: node mode lists its two connections while it reconnects too.
+       auto& zl = in.snap.network.zeromq.links;
+       w.sample({{"type", "zeromq"}},
+                static_cast<uint64_t>(std::count_if(zl.begin(), zl.end(), [](auto& l) {
+                  return l.state == "connected";
+                })));
      }},
     {{"broker_processed_messages_total", "counter",
       "type: data, command, routing-update, ping, pong", true,

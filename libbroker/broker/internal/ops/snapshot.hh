@@ -99,11 +99,18 @@ struct zeromq_link_report {
   std::string policy;
   std::string zeek_id;   ///< The Zeek node's id, once seen.
   std::string zeek_name; ///< Its name (from its ZeroMQ::hello), once seen.
+  // Node mode (zeromq/node_client.hh): the forwarder's socket and how the link fares.
+  std::string state = "connected"; ///< connecting, connected, reconnecting
+  std::string endpoint;            ///< tcp://host:port (node mode), else empty
+  uint64_t connects = 0, connect_failures = 0, failed = 0;
+  std::string last_error;
 };
 
-/// The ZeroMQ forwarder and bridge (all zero unless broker.zeromq.*-port is set).
+/// The ZeroMQ forwarder and bridge (all zero unless broker.zeromq.*-port is set), or the
+/// node-mode connections and bridge (broker.zeromq.connect-xpub / connect-xsub).
 struct zeromq_report {
   bool enabled = false;
+  std::string mode; ///< "forwarder" or "node"
   std::string node_id;
   uint16_t xsub_port = 0;
   uint16_t xpub_port = 0;
@@ -114,6 +121,9 @@ struct zeromq_report {
   uint64_t backend_bytes_sent = 0, backend_messages_sent = 0;
   uint64_t accepted = 0, failed = 0, dropped = 0;
   uint64_t bridged_to_core = 0, bridged_from_core = 0, not_bridged = 0, bridge_dropped = 0;
+  uint64_t own_events = 0; ///< ZeroMQ events with our node id (our own, back), dropped
+  // Node mode.
+  uint64_t reconnects = 0, connect_failures = 0, to_node = 0, hellos_sent = 0;
   std::vector<zeromq_link_report> links;
 };
 

@@ -366,6 +366,7 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
   doc["clients"] = std::move(clients_list);
   if (const auto& z = snap.network.zeromq; z.enabled) {
     json zj;
+    zj["mode"] = z.mode;
     zj["node_id"] = z.node_id;
     zj["xsub_port"] = z.xsub_port;
     zj["xpub_port"] = z.xpub_port;
@@ -376,6 +377,13 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
     zj["bridged_from_core"] = z.bridged_from_core;
     zj["not_bridged"] = z.not_bridged;
     zj["bridge_dropped"] = z.bridge_dropped;
+    zj["own_events"] = z.own_events;
+    if (z.mode == "node") {
+      zj["reconnects"] = z.reconnects;
+      zj["connect_failures"] = z.connect_failures;
+      zj["to_node"] = z.to_node;
+      zj["hellos_sent"] = z.hellos_sent;
+    }
     json links = json::array();
     for (auto& l : z.links) {
       json lj;
@@ -387,6 +395,14 @@ std::string render_status(const node_snapshot& snap, const rate_set& rates,
       lj["queued"] = l.queued;
       lj["zeek_node_id"] = l.zeek_id.empty() ? json{} : json(l.zeek_id);
       lj["zeek_node_name"] = l.zeek_name.empty() ? json{} : json(l.zeek_name);
+      lj["state"] = l.state;
+      if (z.mode == "node") {
+        lj["endpoint"] = l.endpoint;
+        lj["connects"] = l.connects;
+        lj["connect_failures"] = l.connect_failures;
+        lj["failed"] = l.failed;
+        lj["last_error"] = l.last_error.empty() ? json{} : json(l.last_error);
+      }
       // The same queue object as every other connection's entry.
       lj["queue"] = {{"size", l.queued},
                      {"capacity", l.capacity},

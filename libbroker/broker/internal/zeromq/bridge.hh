@@ -4,7 +4,8 @@
 // Broker peers, WebSocket clients, local subscribers and stores.
 //
 // ZeroMQ -> core: every event a node publishes is offered to the bridge (forwarder::tap);
-// one whose topic matches the node's filter (what the other handlers subscribed), whose
+// one whose topic matches what the node's other handlers subscribed (local ones and peers,
+// not the bridge itself: core_state::filter_without()), whose
 // format is `broker-bin-v1` and whose payload is a valid bin-v1 value becomes a data
 // message built from the received bytes (decoded only if somebody reads the value; peers
 // get the same bytes) and is routed as the bridge's source. Others are counted as not
@@ -15,11 +16,25 @@
 // this node's id and `broker-bin-v1`, the message's binary encoding as payload.
 //
 // Loop-free: the core never hands a source its own messages, so an event from ZeroMQ never
-// comes back to ZeroMQ through the bridge; an event with our own node id is not bridged.
+// comes back to ZeroMQ through the bridge; an event with our own node id is not bridged
+// (dropped and counted in `own_events`: in node mode the forwarder sends our own events
+// back to us whenever we subscribe to their topic, as it does to every Zeek node).
 //
 // Subscriptions on behalf of the node: ZeroMQ filters at the publisher, so the bridge
 // subscribes (as a forwarder subscriber, passed to every node XPUB) to the node's filter
 // minus the prefixes ZeroMQ subscribers hold already.
+//
+// Node mode (join_as_node(), node_client.hh): the bridge is a Zeek node of somebody else's
+// forwarder. Two forwarders then: `fwd` (out) holds our XPUB connection as its subscriber
+// (the cluster's subscriptions, from the forwarder's XSUB) and the bridge as publisher;
+// `in` holds our XSUB connection as its publisher and the bridge as subscriber (our
+// subscriptions go up, the events come down to tap()). Nothing passes from one connection
+// to the other: events from ZeroMQ go only into the core, subscriptions from ZeroMQ only
+// into the bridge (split horizon). The bridge subscribes to the whole filter (the
+// cluster's subscriptions say what others want, not what we receive) plus its nodeid
+// topic `zeek.cluster.nodeid.<id>.` as Zeek nodes do, and answers every other node's
+// nodeid subscription with Cluster::Backend::ZeroMQ::hello(name, id), as Zeek's script
+// does (so Zeek's nodes complete the exchange instead of expiring it with a warning).
 //
 // Threads: one strand of the I/O runtime. The forwarder calls tap() and
 // pass_subscription() from the links' strands (queue and post); the core's queue wakes the
@@ -37,7 +52,6 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -52,6 +66,9 @@ struct bridge_counters {
   std::atomic<uint64_t> not_bridged{0};   ///< offered but not broker-bin-v1 or not decoding
   std::atomic<uint64_t> from_core{0};     ///< node messages sent to ZeroMQ subscribers
   std::atomic<uint64_t> dropped{0};       ///< inbound events dropped (queue full)
+  std::atomic<uint64_t> own_events{0};    ///< ZeroMQ events with our own node id, dropped
+  std::atomic<uint64_t> to_node{0};       ///< node mode: events to our nodeid topic (hellos)
+  std::atomic<uint64_t> hellos_sent{0};   ///< node mode: our ZeroMQ::hello events
 };
 
 class bridge : public link, public std::enable_shared_from_this<bridge> {
@@ -61,14 +78,21 @@ public:
          overflow_policy policy);
   ~bridge() override;
 
-  /// Attaches to the core and the forwarder. Once.
+  /// Node mode (see above): our subscriptions go to `in` (whose publisher is our XSUB
+  /// connection) and its events come from there; `name` is ours in ZeroMQ::hello. Before
+  /// start().
+  void join_as_node(std::shared_ptr<forwarder> in, std::string name);
+
+  /// Attaches to the core and the forwarder(s). Once.
   void start();
 
   /// Detaches from the core and the forwarder. Idempotent.
   void stop();
 
-  /// The node's filter changed (the core's announcement). Any thread.
-  void update_filter(filter_type f);
+  /// The node's filter changed (the core's announcement): the bridge asks the core for
+  /// what the other handlers want (core_state::filter_without()) and subscribes to that.
+  /// Any thread.
+  void update_filter(const filter_type& announced);
 
   /// An event from a ZeroMQ publisher (the forwarder's tap). Any thread.
   void tap(const shared_event& ev);
@@ -88,12 +112,18 @@ private:
   void on_zmq_subscription(bool subscribe, const std::string& prefix);
   void sync_subscriptions();
   bool wanted(std::string_view topic) const;
+  void say_hello(const std::string& nodeid_prefix);
+  shared_event make_event(std::string_view topic, std::string_view payload) const;
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   gate& gate_;
   std::shared_ptr<core_runtime> rt_;
   uint64_t id_;
-  std::shared_ptr<forwarder> fwd_;
+  std::shared_ptr<forwarder> fwd_; ///< ZeroMQ subscribers get our events here
+  std::shared_ptr<forwarder> in_fwd_; ///< we subscribe here and get events from here
+  bool node_mode_ = false;
+  std::string name_;         ///< node mode: ours in ZeroMQ::hello
+  std::string own_topic_;    ///< node mode: zeek.cluster.nodeid.<node id>.
   std::string node_id_;
   std::shared_ptr<message_queue> out_;
   std::unique_ptr<net_input> in_;
@@ -104,7 +134,7 @@ private:
   bridge_counters stats_;
 
   // On the strand.
-  std::map<std::string, size_t, std::less<>> zmq_held_; ///< ZeroMQ subscribers' prefixes
+  std::set<std::string, std::less<>> zmq_held_; ///< ZeroMQ subscribers' prefixes
   std::set<std::string> passed_;                        ///< What we subscribed for the node
   std::vector<data_message> batch_;
   std::vector<shared_event> events_;

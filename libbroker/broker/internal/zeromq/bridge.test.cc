@@ -151,4 +151,34 @@ TEST_CASE("bridge: a ZeroMQ event is not sent back to ZeroMQ by the bridge",
   CHECK(recv_parts(f.sub).empty());
 }
 
+TEST_CASE("bridge: a prefix two ZeroMQ subscribers held is released when both cancel it",
+          "[zeromq][interop]") {
+  // The forwarder passes both subscribes to the bridge but the unsubscribe only once, when
+  // the last holder cancels (forwarder.hh): the bridge must then stop taking the topic.
+  fixture f;
+  void* sub2 = f.socket(ZMQ_XSUB, f.xpub_port);
+  const std::string sub_dup = std::string{"\x01"} + "dup/";
+  const std::string cancel_dup = std::string{"\0", 1} + "dup/";
+  publish(f.sub, {sub_dup});
+  publish(sub2, {sub_dup});
+  REQUIRE(wait_subscription(f.pub, sub_dup));
+  REQUIRE(wait_subscription(f.pub, sub_dup));
+  std::this_thread::sleep_for(200ms); // The core applies the bridge's subscription.
+  auto delivered = [&] { return f.ep->metrics()[handler_kind::zeromq].delivered; };
+  auto before = delivered();
+  REQUIRE(!f.ep->publish("dup/1", data{"held"}));
+  CHECK(recv_parts(f.sub).size() == 4);
+  CHECK(recv_parts(sub2).size() == 4);
+  CHECK(delivered() == before + 1);
+  publish(f.sub, {cancel_dup});
+  publish(sub2, {cancel_dup});
+  REQUIRE(wait_subscription(f.pub, cancel_dup));
+  std::this_thread::sleep_for(200ms); // The core applies the bridge's unsubscription.
+  before = delivered();
+  REQUIRE(!f.ep->publish("dup/2", data{"nobody"}));
+  std::this_thread::sleep_for(200ms);
+  CHECK(delivered() == before); // Not handed to the bridge: nobody in ZeroMQ wants it.
+  zmq_close(sub2);
+}
+
 #endif

@@ -143,6 +143,7 @@ public:
       c.bridged_from_core = ld(b.from_core);
       c.not_bridged = ld(b.not_bridged);
       c.bridge_dropped = ld(b.dropped);
+      c.own_events = ld(b.own_events);
     }
     return c;
   }

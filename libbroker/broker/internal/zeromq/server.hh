@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace broker::internal {
@@ -44,6 +45,13 @@ struct link_status {
   std::string policy;     ///< broker.zeromq.overflow-policy
   std::string zeek_id;    ///< The Zeek node's id, once seen (zmq_link::zeek_node()).
   std::string zeek_name;  ///< Its name, from its ZeroMQ::hello (either side of the node).
+  // Node mode (node_client.hh): one entry per socket, connected or not.
+  std::string state = "connected"; ///< "connecting", "connected" or "reconnecting"
+  std::string endpoint;            ///< The forwarder's socket: "tcp://host:port"
+  uint64_t connects = 0;           ///< Handshakes completed
+  uint64_t connect_failures = 0;   ///< Attempts that did not connect (refused, unresolved)
+  uint64_t failed = 0;             ///< Connections closed for bad input or a failed handshake
+  std::string last_error;          ///< Why the last attempt or connection failed
 };
 
 /// Totals of the server (Zeek's forwarder counters and ours).
@@ -61,6 +69,12 @@ struct server_counters {
   uint64_t bridged_from_core = 0; ///< node messages sent to ZeroMQ subscribers
   uint64_t not_bridged = 0;       ///< ZeroMQ events the node wanted but could not decode
   uint64_t bridge_dropped = 0;    ///< ZeroMQ events for the node dropped (its queue full)
+  uint64_t own_events = 0;        ///< ZeroMQ events with our own node id, dropped
+  // Node mode (node_client.hh); zero otherwise.
+  uint64_t reconnects = 0;        ///< Handshakes after the first, both sockets
+  uint64_t connect_failures = 0;  ///< Attempts that did not connect, both sockets
+  uint64_t to_node = 0;           ///< Events to our nodeid topic (the Zeek nodes' hellos)
+  uint64_t hellos_sent = 0;       ///< Our ZeroMQ::hello events
 };
 
 class server {
@@ -84,6 +98,9 @@ public:
 
   /// This node's ZeroMQ node id (broker.zeromq.node-id or generated).
   virtual const std::string& node_id() const noexcept = 0;
+
+  /// "forwarder" (this class) or "node" (node_client.hh).
+  virtual std::string_view mode() const noexcept { return "forwarder"; }
 
   /// The bound ports (0 if off).
   virtual uint16_t xsub_port() const noexcept = 0;

@@ -1,8 +1,8 @@
 #pragma once
 
-// What the ZeroMQ tests with real libzmq sockets share (server.test.cc, link.test.cc):
-// a server on its own I/O runtime, and nodes' sockets set up as Zeek sets them up. Only
-// with BROKER_HAVE_LIBZMQ.
+// What the ZeroMQ tests with real libzmq sockets share (server.test.cc, link.test.cc,
+// node.test.cc, node_faults.test.cc): a server on its own I/O runtime, nodes' sockets set
+// up as Zeek sets them up, Zeek's forwarder (libzmq's proxy). Only with BROKER_HAVE_LIBZMQ.
 
 
 #include "broker/configuration.hh"
@@ -21,6 +21,7 @@
 #include <zmq.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,5 +148,95 @@ inline bool wait_connections(zeromq::server& srv, size_t n) {
   return false;
 }
 
+
+/// Zeek's forwarder: libzmq's proxy in a thread on the given ports (0: any). `keys`: CURVE
+/// server (no ZAP handler: any client key).
+struct libzmq_forwarder {
+  void* ctx = zmq_ctx_new();
+  void* control = nullptr;
+  std::thread thread;
+  uint16_t xsub_port = 0;
+  uint16_t xpub_port = 0;
+
+  explicit libzmq_forwarder(uint16_t xs = 0, uint16_t xp = 0,
+                            const zmtp::keypair* keys = nullptr) {
+    start(xs, xp, keys);
+  }
+
+  ~libzmq_forwarder() {
+    stop();
+    zmq_ctx_term(ctx);
+  }
+
+  static uint16_t bind(void* s, uint16_t port) {
+    auto ep = "tcp://127.0.0.1:" + (port == 0 ? std::string{"*"} : std::to_string(port));
+    for (int i = 0; zmq_bind(s, ep.c_str()) != 0; ++i) {
+      REQUIRE(i < 100); // The port of a forwarder closed a moment ago may still be held.
+      std::this_thread::sleep_for(50ms);
+    }
+    char buf[256];
+    size_t len = sizeof(buf);
+    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, buf, &len);
+    std::string last{buf};
+    return static_cast<uint16_t>(std::stoi(last.substr(last.rfind(':') + 1)));
+  }
+
+  void start(uint16_t xs = 0, uint16_t xp = 0, const zmtp::keypair* keys = nullptr) {
+    auto* xsub = zmq_socket(ctx, ZMQ_XSUB);
+    auto* xpub = zmq_socket(ctx, ZMQ_XPUB);
+    int one = 1;
+    int zero = 0;
+    zmq_setsockopt(xpub, ZMQ_XPUB_VERBOSER, &one, sizeof(one));
+    zmq_setsockopt(xpub, ZMQ_XPUB_NODROP, &one, sizeof(one));
+    for (auto* s : {xsub, xpub}) {
+      zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+      if (keys != nullptr) {
+        zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one));
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, keys->secret_key.data(), 32);
+      }
+    }
+    xsub_port = bind(xsub, xs);
+    xpub_port = bind(xpub, xp);
+    auto name = "inproc://fwd-" + std::to_string(reinterpret_cast<uintptr_t>(this)) + "-"
+                + std::to_string(++generation_);
+    control = zmq_socket(ctx, ZMQ_PAIR);
+    zmq_bind(control, name.c_str());
+    auto* peer = zmq_socket(ctx, ZMQ_PAIR);
+    zmq_connect(peer, name.c_str());
+    thread = std::thread{[xsub, xpub, peer] {
+      zmq_proxy_steerable(xsub, xpub, nullptr, peer);
+      zmq_close(xsub);
+      zmq_close(xpub);
+      zmq_close(peer);
+    }};
+  }
+
+  /// Closes both sockets: every connection drops.
+  void stop() {
+    if (control == nullptr)
+      return;
+    zmq_send(control, "TERMINATE", 9, 0);
+    thread.join();
+    zmq_close(control);
+    control = nullptr;
+  }
+
+  std::string xsub_endpoint() const { return "tcp://127.0.0.1:" + std::to_string(xsub_port); }
+  std::string xpub_endpoint() const { return "tcp://127.0.0.1:" + std::to_string(xpub_port); }
+
+private:
+  int generation_ = 0;
+};
+
+/// Waits until `pred` holds (bounded).
+inline bool wait_until(const std::function<bool()>& pred, int ms = wait_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{ms};
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
 
 } // namespace broker::internal::zeromq::test

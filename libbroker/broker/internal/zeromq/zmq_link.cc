@@ -39,7 +39,9 @@ zmq_link::zmq_link(std::unique_ptr<stream> conn, gate* g, std::shared_ptr<forwar
     session_(make_session_config()),
     queue_(opts_.buffer_size, opts_.policy),
     timer_(conn_->get_executor()) {
-  name_ = std::string{side_name(opts_.role)} + " connection from " + conn_->remote_name();
+  name_ = !opts_.name.empty()
+            ? opts_.name
+            : std::string{side_name(opts_.role)} + " connection from " + conn_->remote_name();
 }
 
 zmq_link::~zmq_link() = default;
@@ -217,6 +219,8 @@ void zmq_link::on_event(zmtp::event& ev) {
       else
         fwd_->add_subscriber(this);
       arm_timer();
+      if (auto f = std::move(on_ready_))
+        f();
       break;
     case kind::subscribe:
     case kind::unsubscribe:

@@ -66,6 +66,9 @@ struct link_options {
   uint16_t port = 0;
   /// Writes one log line (level warning for errors, info otherwise).
   std::function<void(bool error, const std::string&)> log;
+  /// The link's name in logs and status; empty: "<side> connection from <address:port>"
+  /// (node mode names its outgoing connections, node_client.hh).
+  std::string name;
 };
 
 /// Counters of one link (any thread reads them).
@@ -90,10 +93,14 @@ public:
   /// forgets it). Set before start().
   void set_on_close(std::function<void(bool failed)> f) { on_close_ = std::move(f); }
 
+  /// Called once on the strand when the handshake completed (node mode: connected). Set
+  /// before start().
+  void set_on_ready(std::function<void()> f) { on_ready_ = std::move(f); }
+
   /// Closes the link (any thread).
   void close_async(std::string reason);
 
-  /// "xsub|xpub connection from <address:port>"
+  /// "xsub|xpub connection from <address:port>" (or link_options::name)
   const std::string& name() const noexcept { return name_; }
 
   side role() const noexcept { return opts_.role; }
@@ -151,6 +158,7 @@ private:
 
   std::shared_ptr<forwarder> fwd_;
   std::function<void(bool failed)> on_close_;
+  std::function<void()> on_ready_;
   link_options opts_;
   zmtp::session session_;
   std::string name_;
