@@ -216,7 +216,8 @@ void ws_session::on_first_message(std::string_view text) {
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
-  srv_->set_app(id, &app_);
+  if (!app_.empty()) // Only named clients have an entry (the status page shows no empty name).
+    srv_->set_app(id, &app_);
   phase_ = phase::attaching;
   raise_barrier(); // Frames behind the subscriptions wait until the core attached us.
   srv_->rt->post([att = std::move(att), self = self()](core_state& st) mutable {
@@ -369,6 +370,7 @@ bool ws_session::fill(gather_buffer& out) {
     return false; // Nothing follows our close frame.
   out.copy(ctrl_);
   ctrl_.clear();
+  bool data = false;
   if (phase_ == phase::attached && out_ && !close_pending_) {
     for (;;) {
       std::optional<filter_type> unused;
@@ -387,8 +389,10 @@ bool ws_session::fill(gather_buffer& out) {
         }
       }
       for (auto& msg : batch_)
-        if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
+        if (!access_ || access_->may_receive(msg.topic())) { // Filtered: counted.
           out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+          data = true;
+        }
       if (!open || batch_.empty() || !out.empty())
         break;
       // Every message was refused: take again, so that the queue sees an empty take and
@@ -401,7 +405,19 @@ bool ws_session::fill(gather_buffer& out) {
     close_pending_ = false;
     close_sent_ = true;
   }
-  return !out.empty();
+  if (out.empty())
+    return false;
+  last_write_data_ = data;
+  return true;
+}
+
+void ws_session::on_drained() {
+  // The last write carried only control frames: the handshake (the 101 response and the
+  // ack), a ping or a pong. The write buffers hold its leftovers, and an idle client should
+  // not keep them; a client that receives data keeps its buffers (no allocation per write).
+  if (!last_write_data_ && gather_.capacity() > 0)
+    gather_buffer{}.swap(gather_);
+  channel::on_drained();
 }
 
 bool ws_session::after_write() {
@@ -477,7 +493,8 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     detach_limit_ = limit;
     close_reason_ = std::move(reason); // Nothing is sent any more: now the detach's reason.
     end_input();
-    srv_->set_app(id(), nullptr);
+    if (!app_.empty())
+      srv_->set_app(id(), nullptr);
   }
   close_transport(); // Untracks the session once the transport is closed.
 }

@@ -123,6 +123,7 @@ private:
   // -- writing (channel hooks)
   bool fill(gather_buffer& out) override;
   bool after_write() override;
+  void on_drained() override;
   void on_write_error(const boost::system::error_code& ec) override;
   void queue_control(std::string frame);
   /// Queues a close frame behind what is pending. `final`: end the session once it is
@@ -143,30 +144,37 @@ private:
   boost::asio::steady_timer timer_;
   ws::reader reader_;
   std::string address_;
-  uint16_t port_ = 0;
-  phase phase_ = phase::awaiting_filter;
 
   // Attachment to the core.
   endpoint_id client_id_ = endpoint_id::random();
   std::unique_ptr<security::connection_access> access_; ///< Null without access control.
   std::vector<std::string> access_notices_; ///< About the subscriptions, sent after the ack.
-  bool registered_ = false; ///< add_client() is posted: the end must detach the client.
-  /// The end, told to the core once the input is routed (with close_reason_).
-  peer_end detach_why_ = peer_end::removed;
-  bool detach_limit_ = false; ///< The end was a budget's.
 
   // Input.
   size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
 
   // Output. Closing: a close frame waits behind the queue (close_pending_), then went out
   // (close_sent_); close_reason_ is its reason, and after finish() the detach's.
-  bool close_pending_ = false;
-  bool close_is_final_ = false;
-  bool close_sent_ = false;
-  uint16_t close_code_ = 0;
   std::string close_reason_;
 
   std::string app_;       ///< X-Application-Name, or empty.
+
+  // The small fields together (no padding between them): the session object stays in a
+  // smaller allocation class (doc/performance.md, idle connections).
+  uint16_t port_ = 0;
+  uint16_t close_code_ = 0;
+  phase phase_ = phase::awaiting_filter;
+  bool registered_ = false; ///< add_client() is posted: the end must detach the client.
+  /// The end, told to the core once the input is routed (with close_reason_).
+  peer_end detach_why_ = peer_end::removed;
+  bool detach_limit_ = false; ///< The end was a budget's.
+  bool close_pending_ = false;
+  bool close_is_final_ = false;
+  bool close_sent_ = false;
+  /// The last write that carried anything carried data. If it carried only control
+  /// frames (the 101 and the ack, a ping, a pong), the drained write loop gives the write
+  /// buffers back (on_drained()): an idle client keeps none.
+  bool last_write_data_ = false;
 
   // Liveness (pings).
   bool heard_since_tick_ = false; ///< Bytes arrived since the last tick.
