@@ -13,6 +13,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <array>
 #include <atomic>
@@ -52,6 +53,11 @@ public:
 
   void stop() override;
 
+  /// Starts the ping sweep (broker.web-socket.ping-interval > 0): one timer for the whole
+  /// server that hands every session a tick each interval (ws_session::ping_tick()), so
+  /// that an idle client holds no timer and no pending timer operation of its own.
+  void start_pings();
+
   /// Accepts connections until stop().
   void accept();
 
@@ -84,6 +90,10 @@ public:
 private:
   mutable std::mutex mtx;
   std::condition_variable gone; ///< Signalled when `live` becomes empty.
+  /// The ping sweep's timer, on its own strand (stop() cancels it there). Null: no pings.
+  std::unique_ptr<boost::asio::steady_timer> ping_timer;
+  void arm_ping_sweep();
+  void ping_sweep();
   bool stopped = false;
   /// Every session from upgrade to finish(). A session that stopped reading because its
   /// inbox is full has no pending operation, so this is what keeps it alive then.

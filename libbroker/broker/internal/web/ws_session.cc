@@ -31,7 +31,6 @@ ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream>
                        std::unique_ptr<security::connection_access> access)
   : queued_channel(std::move(conn), &srv->gate),
     srv_(std::move(srv)),
-    timer_(conn_->get_executor()),
     reader_(srv_->opts.max_message_size),
     access_(std::move(access)),
     app_(std::move(app)) {
@@ -73,8 +72,8 @@ void ws_session::start(const std::string& app_error) {
       });
     });
   }
-  timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && self->phase_ == phase::awaiting_filter && !self->closed_) {
       self->log(log_level::info, component,
                 "client " + self->address_ + " sent no subscriptions in time");
@@ -166,7 +165,7 @@ size_t ws_session::decode(char* data, size_t size) {
 }
 
 void ws_session::on_first_message(std::string_view text) {
-  timer_.cancel();
+  drop_timer(); // The deadline is met; a rejection below arms the close timer anew.
   auto filter = json::decode_filter(text, srv_->opts.max_depth);
   if (!filter) {
     auto context = filter.error_value().message();
@@ -195,7 +194,8 @@ void ws_session::on_first_message(std::string_view text) {
   if (access_) {
     auto sub = access_->subscribe(std::move(*filter));
     *filter = std::move(sub.granted);
-    access_notices_ = std::move(sub.notices);
+    if (!sub.notices.empty())
+      access_notices_ = std::make_unique<std::vector<std::string>>(std::move(sub.notices));
     in_->set_gate(access_.get());
   }
   std::weak_ptr<ws_session> weak = self();
@@ -233,10 +233,10 @@ void ws_session::on_caught_up() {
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
         + std::to_string(port_) + (app_.empty() ? std::string{} : " (app " + app_ + ")"));
-  arm_ping();
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
-  tell_access(std::exchange(access_notices_, {}));
+  if (auto notices = std::move(access_notices_))
+    tell_access(*notices);
   // The channel decodes the frames that arrived right behind the subscriptions next.
 }
 
@@ -283,27 +283,30 @@ std::string ws_session::describe() const {
 
 // -- liveness -----------------------------------------------------------------------------
 
-void ws_session::arm_ping() {
-  auto interval = srv_->opts.ping_interval_ms;
-  if (interval == 0 || closed_)
-    return;
-  timer_.expires_after(std::chrono::milliseconds{interval});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
-    if (!ec)
-      self->on_ping_tick();
-  });
+void ws_session::ping_tick() {
+  post([self = self()] { self->on_ping_tick(); });
+}
+
+boost::asio::steady_timer& ws_session::timer() {
+  if (!timer_)
+    timer_ = std::make_unique<boost::asio::steady_timer>(conn_->get_executor());
+  return *timer_;
+}
+
+void ws_session::drop_timer() {
+  // Destroying the timer cancels its wait; the handler still runs (aborted) and holds the
+  // session, not the timer.
+  timer_.reset();
 }
 
 void ws_session::on_ping_tick() {
-  if (closed_ || close_pending_ || close_sent_)
+  if (closed_ || close_pending_ || close_sent_ || phase_ != phase::attached)
     return;
   bool heard = heard_since_tick_;
   heard_since_tick_ = false;
   if (!heard && ping_pending_) {
-    if (writing_ || input_blocked()) {
-      arm_ping(); // Our side kept the ping or its answer from moving: no verdict.
-      return;
-    }
+    if (writing_ || input_blocked())
+      return; // Our side kept the ping or its answer from moving: no verdict.
     // Silent for a whole interval after our ping.
     srv_->ping_timeouts.fetch_add(1, std::memory_order_relaxed);
     auto why = "no answer to a ping within " + std::to_string(srv_->opts.ping_interval_ms)
@@ -320,7 +323,6 @@ void ws_session::on_ping_tick() {
     queue_control(ws::make_frame(ws::opcode::ping, {}));
     write_more();
   }
-  arm_ping();
 }
 
 void ws_session::detach() {
@@ -357,8 +359,8 @@ void ws_session::close_with(uint16_t code, std::string reason, bool final) {
   close_is_final_ = final;
   // A client that stops reading must not keep us: the close gets written in time or the
   // session ends anyway.
-  timer_.expires_after(close_timeout);
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(close_timeout);
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && !self->closed_)
       self->finish(peer_end::removed, self->close_reason_);
   });
@@ -481,7 +483,8 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
   if (closed_)
     return;
   mark_closed();
-  timer_.cancel();
+  if (timer_)
+    timer_->cancel();
   if (out_)
     out_->on_ready(nullptr);
   if (registered_) {
@@ -507,13 +510,13 @@ void ws_session::close_transport() {
   // TLS: close_notify first, bounded by a short timer, then the socket. The server counts
   // the session as live until then: a node that shuts down waits for it (bounded), so
   // that its I/O does not stop under a pending close_notify and reset the connection.
-  timer_.expires_after(std::chrono::milliseconds{500});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(std::chrono::milliseconds{500});
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec)
       self->end_transport();
   });
   conn_->async_shutdown([self = self()](boost::system::error_code) {
-    self->timer_.cancel();
+    self->timer_->cancel();
     self->end_transport();
   });
 }
