@@ -162,7 +162,11 @@ void server_impl::untrack(const ws_session* session) {
 }
 
 void server_impl::accept() {
-  acc.async_accept(asio::make_strand(io.context()),
+  if (strands.empty())
+    for (size_t i = 0; i < num_strands; ++i)
+      strands.push_back(asio::make_strand(io.context()));
+  auto strand = strands[next_strand++ % num_strands];
+  acc.async_accept(strand,
                    [self = shared_from_this()](boost::system::error_code ec, tcp::socket sock) {
                      if (ec == asio::error::operation_aborted || !self->acc.is_open())
                        return;
