@@ -33,7 +33,7 @@ ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream>
     srv_(std::move(srv)),
     reader_(srv_->opts.max_message_size),
     access_(std::move(access)),
-    app_(std::move(app)) {
+    app_(app.empty() ? nullptr : std::make_unique<const std::string>(std::move(app))) {
   boost::system::error_code ec;
   auto ep = conn_->socket().remote_endpoint(ec);
   if (!ec) {
@@ -216,8 +216,8 @@ void ws_session::on_first_message(std::string_view text) {
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
-  if (!app_.empty()) // Only named clients have an entry (the status page shows no empty name).
-    srv_->set_app(id, &app_);
+  if (app_) // Only named clients have an entry (the status page shows no empty name).
+    srv_->set_app(id, app_.get());
   phase_ = phase::attaching;
   raise_barrier(); // Frames behind the subscriptions wait until the core attached us.
   srv_->rt->post([att = std::move(att), self = self()](core_state& st) mutable {
@@ -232,7 +232,7 @@ void ws_session::on_caught_up() {
   phase_ = phase::attached;
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
-        + std::to_string(port_) + (app_.empty() ? std::string{} : " (app " + app_ + ")"));
+        + std::to_string(port_) + (app_ ? " (app " + *app_ + ")" : std::string{}));
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
   if (auto notices = std::move(access_notices_))
@@ -275,8 +275,8 @@ std::string ws_session::describe() const {
   if (registered_)
     out += to_string(client_id_) + " ";
   out += "(" + address_ + ":" + std::to_string(port_);
-  if (!app_.empty())
-    out += ", app " + app_;
+  if (app_)
+    out += ", app " + *app_;
   out += ")";
   return out;
 }
@@ -496,7 +496,7 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     detach_limit_ = limit;
     close_reason_ = std::move(reason); // Nothing is sent any more: now the detach's reason.
     end_input();
-    if (!app_.empty())
+    if (app_)
       srv_->set_app(id(), nullptr);
   }
   close_transport(); // Untracks the session once the transport is closed.

@@ -169,7 +169,8 @@ private:
   // (close_sent_); close_reason_ is its reason, and after finish() the detach's.
   std::string close_reason_;
 
-  std::string app_;       ///< X-Application-Name, or empty.
+  /// X-Application-Name, or null if the client sent none (most do not: not inline).
+  std::unique_ptr<const std::string> app_;
 
   // The small fields together (no padding between them): the session object stays in a
   // smaller allocation class (doc/performance.md, idle connections).
