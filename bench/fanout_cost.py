@@ -17,7 +17,7 @@ the repetition; tables show medians, ratios are per repetition, then the median)
           as it started (cold), once above the server after --idle-warmup connections
           subscribed and left (warm: the code, buffers and allocator state that the first
           client of a fresh process brings in are paid once per process, not per
-          connection; at 1000 connections they were 0.35 KiB of our node's 3.1)
+          connection; at 1000 connections they were 0.4 KiB of our node's 2.7)
   ingest  one connection publishes as fast as the server reads, no subscriber: the server's
           CPU per message (for our node: WebSocket JSON v1 data-messages)
 
