@@ -107,13 +107,26 @@ def report(run, args, systems, results):
         for s in systems:
             rs = [r for x, r in idle if x == s]
             if rs:
-                rows.append([s, bl.fmt(m(rs, lambda r: r["server_rss_start_kb"] / 1024), 1),
+                cold = [r for r in rs if "server_rss_cold_kb" in r]
+                per = [(r["server_rss_connected_kb"] - r.get("server_rss_cold_kb",
+                                                              r["server_rss_start_kb"]))
+                       / args.idle_clients for r in rs]
+                warm = [(r["server_rss_connected_kb"] - r["server_rss_start_kb"])
+                        / args.idle_clients for r in cold]
+                rows.append([s, bl.fmt(m(rs, lambda r: r.get("server_rss_cold_kb",
+                                                             r["server_rss_start_kb"]) / 1024), 1),
                              bl.fmt(m(rs, lambda r: r["server_rss_connected_kb"] / 1024), 1),
-                             bl.fmt(m(rs, lambda r: (r["server_rss_connected_kb"]
-                                                     - r["server_rss_start_kb"])
-                                      / args.idle_clients), 1)])
+                             bl.fmt(m(per, lambda x: x), 1),
+                             " ".join(bl.fmt(x, 2) for x in per),
+                             bl.fmt(m(warm, lambda x: x), 1) if warm else "-"])
         run.table(["system", "RSS empty MiB", "RSS with the connections MiB",
-                   "KiB per connection"], rows)
+                   "KiB per connection", "each repetition",
+                   "KiB per connection above a warmed server"], rows)
+        if args.idle_warmup > 0:
+            say("")
+            say("Warmed: the same server after %d connections subscribed and left (what the "
+                "first client of a fresh process brings in once: code pages, per-thread "
+                "buffers, allocator state)." % args.idle_warmup)
 
     ingest = [(s, r) for _, sec, s, _, r in results if sec == "ingest"]
     if ingest:

@@ -74,7 +74,8 @@ std::string_view message_impl::json() const {
   return std::string_view{json_}.substr(frame_room);
 }
 
-std::string_view message_impl::ws_frame() const {
+std::string_view message_impl::encode_ws_frame() const {
+  static_assert(cache_ready == ready);
   fill_once(json_state_, [this] {
     json_.assign(frame_room, '\0');
     internal::json::encode_data_message(topic_, value(), json_);

@@ -38,9 +38,8 @@ public:
   void copy(const void* data, size_t size) {
     if (size == 0)
       return;
-    if (pieces_.empty() || !pieces_.back().scratch) {
-      pieces_.push_back(piece{nullptr, scratch_.size(), 0, true});
-    }
+    if (pieces_.empty() || !pieces_.back().scratch)
+      add_piece(nullptr, scratch_.size(), 0, true);
     scratch_.append(static_cast<const char*>(data), size);
     pieces_.back().size += size;
     total_ += size;
@@ -63,7 +62,7 @@ public:
   void ref(std::string_view bytes) {
     if (bytes.empty())
       return;
-    pieces_.push_back(piece{bytes.data(), 0, bytes.size(), false});
+    add_piece(bytes.data(), 0, bytes.size(), false);
     total_ += bytes.size();
   }
 
@@ -171,6 +170,16 @@ private:
     size_t size;
     bool scratch;
   };
+
+  /// Appends a piece field by field: a braced temporary went through the stack and cost a
+  /// store-forwarding stall per piece (a quarter of a fan-out write's user time).
+  void add_piece(const char* data, size_t offset, size_t size, bool scratch) {
+    auto& p = pieces_.emplace_back();
+    p.data = data;
+    p.offset = offset;
+    p.size = size;
+    p.scratch = scratch;
+  }
 
   void advance(size_t n) {
     auto& v = iov_[first_];

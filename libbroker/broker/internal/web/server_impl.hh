@@ -13,12 +13,15 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <array>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace boost::asio::ssl {
 class context;
@@ -52,6 +55,11 @@ public:
 
   void stop() override;
 
+  /// Starts the ping sweep (broker.web-socket.ping-interval > 0): one timer for the whole
+  /// server that hands every session a tick each interval (ws_session::ping_tick()), so
+  /// that an idle client holds no timer and no pending timer operation of its own.
+  void start_pings();
+
   /// Accepts connections until stop().
   void accept();
 
@@ -84,6 +92,18 @@ public:
 private:
   mutable std::mutex mtx;
   std::condition_variable gone; ///< Signalled when `live` becomes empty.
+  /// Strands for new connections, handed out in turn (accept() only, one at a time): a
+  /// strand of its own cost every connection about 140 bytes (its implementation, the
+  /// shared_ptr block, the service's bookkeeping). Sharing one serializes a few
+  /// connections' handlers, which changes nothing with one I/O thread and leaves many
+  /// more strands than threads otherwise.
+  static constexpr size_t num_strands = 64;
+  std::vector<boost::asio::strand<boost::asio::io_context::executor_type>> strands;
+  size_t next_strand = 0;
+  /// The ping sweep's timer, on its own strand (stop() cancels it there). Null: no pings.
+  std::unique_ptr<boost::asio::steady_timer> ping_timer;
+  void arm_ping_sweep();
+  void ping_sweep();
   bool stopped = false;
   /// Every session from upgrade to finish(). A session that stopped reading because its
   /// inbox is full has no pending operation, so this is what keeps it alive then.

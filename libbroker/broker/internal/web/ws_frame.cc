@@ -196,21 +196,28 @@ std::string make_close_frame(uint16_t code, std::string_view reason) {
 reader::reader(size_t max_message_size) : max_message_size_(max_message_size) {
 }
 
+reader::cold_state& reader::cold() {
+  if (!cold_)
+    cold_ = std::make_unique<cold_state>();
+  return *cold_;
+}
+
 char* reader::prepare(size_t n) {
-  if (pos_ == end_) {
-    pos_ = end_ = 0;
-    if (buf_.size() > shrink_threshold && buf_.size() > n)
-      std::string{}.swap(buf_);
-    if (fragments_.empty() && fragments_.capacity() > shrink_threshold)
-      std::string{}.swap(fragments_);
-  } else if (pos_ > 0) {
-    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
-    end_ -= pos_;
-    pos_ = 0;
+  auto& c = cold();
+  if (c.pos == c.end) {
+    c.pos = c.end = 0;
+    if (c.buf.size() > shrink_threshold && c.buf.size() > n)
+      std::string{}.swap(c.buf);
+    if (c.fragments.empty() && c.fragments.capacity() > shrink_threshold)
+      std::string{}.swap(c.fragments);
+  } else if (c.pos > 0) {
+    std::memmove(c.buf.data(), c.buf.data() + c.pos, c.end - c.pos);
+    c.end -= c.pos;
+    c.pos = 0;
   }
-  if (buf_.size() < end_ + n)
-    buf_.resize(end_ + n);
-  return buf_.data() + end_;
+  if (c.buf.size() < c.end + n)
+    c.buf.resize(c.end + n);
+  return c.buf.data() + c.end;
 }
 
 void reader::feed(std::string_view bytes) {
@@ -222,16 +229,18 @@ void reader::feed(std::string_view bytes) {
 event reader::failure(uint16_t code, std::string_view why) {
   failed_ = true;
   fail_code_ = code;
-  fail_reason_ = std::string{why};
+  auto& reason = cold().fail_reason;
+  reason = std::string{why};
   event result;
   result.kind = event::fail;
   result.code = code;
-  result.payload = fail_reason_;
+  result.payload = reason;
   return result;
 }
 
 event reader::next() {
-  return next(buf_.data(), end_, pos_);
+  auto& c = cold();
+  return next(c.buf.data(), c.end, c.pos);
 }
 
 event reader::next(char* data, size_t size, size_t& pos) {
@@ -239,9 +248,11 @@ event reader::next(char* data, size_t size, size_t& pos) {
     event result;
     result.kind = event::fail;
     result.code = fail_code_;
-    result.payload = fail_reason_;
+    result.payload = cold_->fail_reason;
     return result;
   }
+  if (cold_ && !in_message_ && cold_->buf.empty() && !cold_->fragments.empty())
+    cold_.reset(); // The reassembled message handed out last time is done with.
   for (;;) {
     auto avail = size - pos;
     if (avail < 2)
@@ -287,7 +298,7 @@ event reader::next(char* data, size_t size, size_t& pos) {
         return failure(close_protocol_error, "frame length with the top bit set");
     }
     if (!control) {
-      auto before = in_message_ ? fragments_.size() : 0;
+      auto before = in_message_ ? cold_->fragments.size() : 0;
       if (len > max_message_size_ || before + len > max_message_size_)
         return failure(close_too_big, "message exceeds " + std::to_string(max_message_size_)
                                         + " bytes");
@@ -305,7 +316,7 @@ event reader::next(char* data, size_t size, size_t& pos) {
       case opcode::text:
       case opcode::binary:
         if (!fin) {
-          fragments_.assign(body.data(), body.size());
+          cold().fragments.assign(body.data(), body.size());
           fragments_non_ascii_ = non_ascii;
           in_message_ = true;
           message_binary_ = op == static_cast<uint8_t>(opcode::binary);
@@ -321,7 +332,7 @@ event reader::next(char* data, size_t size, size_t& pos) {
         result.payload = body;
         return result;
       case opcode::continuation:
-        fragments_.append(body.data(), body.size());
+        cold_->fragments.append(body.data(), body.size());
         fragments_non_ascii_ = fragments_non_ascii_ || non_ascii;
         if (!fin)
           continue;
@@ -329,12 +340,13 @@ event reader::next(char* data, size_t size, size_t& pos) {
         if (message_binary_) {
           result.kind = event::binary;
         } else {
-          if (fragments_non_ascii_ && !is_valid_utf8(fragments_))
+          if (fragments_non_ascii_ && !is_valid_utf8(cold_->fragments))
             return failure(close_invalid_payload, "text message is not valid UTF-8");
           result.kind = event::text;
         }
-        result.payload = fragments_;
-        // The view stays valid until the next call: a new message reassigns fragments_.
+        result.payload = cold_->fragments;
+        // The view stays valid until the next call: it frees (caller's bytes) or reassigns
+        // (own buffer) the fragments.
         return result;
       case opcode::ping:
         result.kind = event::ping;

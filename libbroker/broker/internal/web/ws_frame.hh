@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -103,8 +104,8 @@ public:
   /// Space for at least `n` more bytes. Invalidates the payload views of earlier events.
   char* prepare(size_t n);
 
-  /// Marks `n` bytes of the prepared space as received.
-  void commit(size_t n) noexcept { end_ += n; }
+  /// Marks `n` bytes of the prepared space as received. Pre: prepare() was called.
+  void commit(size_t n) noexcept { cold_->end += n; }
 
   /// Copies `bytes` in (e.g. bytes that arrived with the HTTP upgrade request).
   void feed(std::string_view bytes);
@@ -119,25 +120,39 @@ public:
   event next(char* data, size_t size, size_t& pos);
 
   /// Bytes buffered but not yet turned into events, plus a message under assembly.
-  size_t buffered() const noexcept { return end_ - pos_ + fragments_.size(); }
+  size_t buffered() const noexcept {
+    return cold_ ? cold_->end - cold_->pos + cold_->fragments.size() : 0;
+  }
 
   /// Current capacity of the buffers (for tests of the memory bound).
-  size_t capacity() const noexcept { return buf_.capacity() + fragments_.capacity(); }
+  size_t capacity() const noexcept {
+    return cold_ ? cold_->buf.capacity() + cold_->fragments.capacity() : 0;
+  }
 
 private:
   event failure(uint16_t code, std::string_view why);
 
+  /// What only some readers need: their own buffer (prepare()/next()), a fragmented
+  /// message under assembly, the reason of a failure. Created on first use; a reader on
+  /// the caller's bytes drops it once a fragmented message was handed out, so an idle
+  /// WebSocket session keeps 24 bytes of reader, not 128 plus its largest fragmented
+  /// message.
+  struct cold_state {
+    std::string buf; // Socket bytes; [pos, end) not yet parsed.
+    size_t pos = 0;
+    size_t end = 0;
+    std::string fragments; // A fragmented message under assembly.
+    std::string fail_reason;
+  };
+  cold_state& cold();
+
   size_t max_message_size_;
-  std::string buf_;       // Socket bytes; [pos_, end_) not yet parsed.
-  size_t pos_ = 0;
-  size_t end_ = 0;
-  std::string fragments_; // A fragmented message under assembly.
+  std::unique_ptr<cold_state> cold_;
   bool in_message_ = false;
   bool message_binary_ = false; ///< The fragmented message began with a binary frame.
   bool fragments_non_ascii_ = false; ///< A byte >= 0x80 (or an unmasked frame) in it.
   bool failed_ = false;
   uint16_t fail_code_ = 0;
-  std::string fail_reason_;
 };
 
 } // namespace broker::internal::ws

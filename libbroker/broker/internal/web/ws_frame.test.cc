@@ -134,6 +134,36 @@ TEST_CASE("fragments are reassembled, with a ping between them", "[ws_frame]") {
   CHECK(evs[1].payload == "one two three");
 }
 
+TEST_CASE("on the caller's bytes, a reader keeps nothing once a fragmented message is out",
+          "[ws_frame]") {
+  // What a WebSocket session does (net/channel.hh: it decodes in the thread's buffer).
+  ws::reader r{1 << 20};
+  CHECK(r.capacity() == 0);
+  std::string big(100000, 'x');
+  auto bytes = text(big.substr(0, 60000), false) + cont(big.substr(60000)) + text("next");
+  size_t pos = 0;
+  auto ev = r.next(bytes.data(), bytes.size(), pos);
+  REQUIRE(ev.kind == ws::event::text);
+  CHECK(ev.payload == big); // Valid until the next call.
+  CHECK(r.capacity() >= big.size());
+  ev = r.next(bytes.data(), bytes.size(), pos);
+  REQUIRE(ev.kind == ws::event::text);
+  CHECK(ev.payload == "next");
+  CHECK(r.capacity() == 0);
+  CHECK(r.buffered() == 0);
+  // A failure's reason lives until the reader goes.
+  auto bad = client_frame(0x83, "x");
+  pos = 0;
+  ev = r.next(bad.data(), bad.size(), pos);
+  CHECK(ev.kind == ws::event::fail);
+  CHECK(ev.code == ws::close_protocol_error);
+  auto reason = std::string{ev.payload};
+  CHECK_FALSE(reason.empty());
+  ev = r.next(bad.data(), bad.size(), pos);
+  CHECK(ev.kind == ws::event::fail);
+  CHECK(ev.payload == reason);
+}
+
 TEST_CASE("a UTF-8 character split across fragments is valid", "[ws_frame]") {
   std::string smile = "\xF0\x9F\x98\x80";
   auto evs = read_all(text(smile.substr(0, 2), false) + cont(smile.substr(2)));

@@ -31,10 +31,9 @@ ws_session::ws_session(std::shared_ptr<server_impl> srv, std::unique_ptr<stream>
                        std::unique_ptr<security::connection_access> access)
   : queued_channel(std::move(conn), &srv->gate),
     srv_(std::move(srv)),
-    timer_(conn_->get_executor()),
     reader_(srv_->opts.max_message_size),
     access_(std::move(access)),
-    app_(std::move(app)) {
+    app_(app.empty() ? nullptr : std::make_unique<const std::string>(std::move(app))) {
   boost::system::error_code ec;
   auto ep = conn_->socket().remote_endpoint(ec);
   if (!ec) {
@@ -73,8 +72,8 @@ void ws_session::start(const std::string& app_error) {
       });
     });
   }
-  timer_.expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(std::chrono::milliseconds{srv_->opts.handshake_timeout_ms});
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && self->phase_ == phase::awaiting_filter && !self->closed_) {
       self->log(log_level::info, component,
                 "client " + self->address_ + " sent no subscriptions in time");
@@ -166,7 +165,7 @@ size_t ws_session::decode(char* data, size_t size) {
 }
 
 void ws_session::on_first_message(std::string_view text) {
-  timer_.cancel();
+  drop_timer(); // The deadline is met; a rejection below arms the close timer anew.
   auto filter = json::decode_filter(text, srv_->opts.max_depth);
   if (!filter) {
     auto context = filter.error_value().message();
@@ -195,7 +194,8 @@ void ws_session::on_first_message(std::string_view text) {
   if (access_) {
     auto sub = access_->subscribe(std::move(*filter));
     *filter = std::move(sub.granted);
-    access_notices_ = std::move(sub.notices);
+    if (!sub.notices.empty())
+      access_notices_ = std::make_unique<std::vector<std::string>>(std::move(sub.notices));
     in_->set_gate(access_.get());
   }
   std::weak_ptr<ws_session> weak = self();
@@ -216,7 +216,8 @@ void ws_session::on_first_message(std::string_view text) {
   // subscribed in parallel); the task keeps
   // the session alive while the core attaches it.
   registered_ = true;
-  srv_->set_app(id, &app_);
+  if (app_) // Only named clients have an entry (the status page shows no empty name).
+    srv_->set_app(id, app_.get());
   phase_ = phase::attaching;
   raise_barrier(); // Frames behind the subscriptions wait until the core attached us.
   srv_->rt->post([att = std::move(att), self = self()](core_state& st) mutable {
@@ -231,11 +232,11 @@ void ws_session::on_caught_up() {
   phase_ = phase::attached;
   log(log_level::info, component,
       "client " + to_string(client_id_) + " connected from " + address_ + ":"
-        + std::to_string(port_) + (app_.empty() ? std::string{} : " (app " + app_ + ")"));
-  arm_ping();
+        + std::to_string(port_) + (app_ ? " (app " + *app_ + ")" : std::string{}));
   queue_control(ws::make_frame(ws::opcode::text,
                                json::make_ack(to_string(srv_->opts.node), srv_->opts.version)));
-  tell_access(std::exchange(access_notices_, {}));
+  if (auto notices = std::move(access_notices_))
+    tell_access(*notices);
   // The channel decodes the frames that arrived right behind the subscriptions next.
 }
 
@@ -274,35 +275,38 @@ std::string ws_session::describe() const {
   if (registered_)
     out += to_string(client_id_) + " ";
   out += "(" + address_ + ":" + std::to_string(port_);
-  if (!app_.empty())
-    out += ", app " + app_;
+  if (app_)
+    out += ", app " + *app_;
   out += ")";
   return out;
 }
 
 // -- liveness -----------------------------------------------------------------------------
 
-void ws_session::arm_ping() {
-  auto interval = srv_->opts.ping_interval_ms;
-  if (interval == 0 || closed_)
-    return;
-  timer_.expires_after(std::chrono::milliseconds{interval});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
-    if (!ec)
-      self->on_ping_tick();
-  });
+void ws_session::ping_tick() {
+  post([self = self()] { self->on_ping_tick(); });
+}
+
+boost::asio::steady_timer& ws_session::timer() {
+  if (!timer_)
+    timer_ = std::make_unique<boost::asio::steady_timer>(conn_->get_executor());
+  return *timer_;
+}
+
+void ws_session::drop_timer() {
+  // Destroying the timer cancels its wait; the handler still runs (aborted) and holds the
+  // session, not the timer.
+  timer_.reset();
 }
 
 void ws_session::on_ping_tick() {
-  if (closed_ || close_pending_ || close_sent_)
+  if (closed_ || close_pending_ || close_sent_ || phase_ != phase::attached)
     return;
   bool heard = heard_since_tick_;
   heard_since_tick_ = false;
   if (!heard && ping_pending_) {
-    if (writing_ || input_blocked()) {
-      arm_ping(); // Our side kept the ping or its answer from moving: no verdict.
-      return;
-    }
+    if (writing_ || input_blocked())
+      return; // Our side kept the ping or its answer from moving: no verdict.
     // Silent for a whole interval after our ping.
     srv_->ping_timeouts.fetch_add(1, std::memory_order_relaxed);
     auto why = "no answer to a ping within " + std::to_string(srv_->opts.ping_interval_ms)
@@ -319,7 +323,6 @@ void ws_session::on_ping_tick() {
     queue_control(ws::make_frame(ws::opcode::ping, {}));
     write_more();
   }
-  arm_ping();
 }
 
 void ws_session::detach() {
@@ -356,8 +359,8 @@ void ws_session::close_with(uint16_t code, std::string reason, bool final) {
   close_is_final_ = final;
   // A client that stops reading must not keep us: the close gets written in time or the
   // session ends anyway.
-  timer_.expires_after(close_timeout);
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(close_timeout);
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && !self->closed_)
       self->finish(peer_end::removed, self->close_reason_);
   });
@@ -369,6 +372,7 @@ bool ws_session::fill(gather_buffer& out) {
     return false; // Nothing follows our close frame.
   out.copy(ctrl_);
   ctrl_.clear();
+  bool data = false;
   if (phase_ == phase::attached && out_ && !close_pending_) {
     for (;;) {
       std::optional<filter_type> unused;
@@ -387,8 +391,10 @@ bool ws_session::fill(gather_buffer& out) {
         }
       }
       for (auto& msg : batch_)
-        if (!access_ || access_->may_receive(msg.topic())) // Filtered: counted.
+        if (!access_ || access_->may_receive(msg.topic())) { // Filtered: counted.
           out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+          data = true;
+        }
       if (!open || batch_.empty() || !out.empty())
         break;
       // Every message was refused: take again, so that the queue sees an empty take and
@@ -401,7 +407,19 @@ bool ws_session::fill(gather_buffer& out) {
     close_pending_ = false;
     close_sent_ = true;
   }
-  return !out.empty();
+  if (out.empty())
+    return false;
+  last_write_data_ = data;
+  return true;
+}
+
+void ws_session::on_drained() {
+  // The last write carried only control frames: the handshake (the 101 response and the
+  // ack), a ping or a pong. The write buffers hold its leftovers, and an idle client should
+  // not keep them; a client that receives data keeps its buffers (no allocation per write).
+  if (!last_write_data_ && gather_.capacity() > 0)
+    gather_buffer{}.swap(gather_);
+  channel::on_drained();
 }
 
 bool ws_session::after_write() {
@@ -465,7 +483,8 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
   if (closed_)
     return;
   mark_closed();
-  timer_.cancel();
+  if (timer_)
+    timer_->cancel();
   if (out_)
     out_->on_ready(nullptr);
   if (registered_) {
@@ -477,7 +496,8 @@ void ws_session::finish(peer_end why, std::string reason, bool limit) {
     detach_limit_ = limit;
     close_reason_ = std::move(reason); // Nothing is sent any more: now the detach's reason.
     end_input();
-    srv_->set_app(id(), nullptr);
+    if (app_)
+      srv_->set_app(id(), nullptr);
   }
   close_transport(); // Untracks the session once the transport is closed.
 }
@@ -490,13 +510,13 @@ void ws_session::close_transport() {
   // TLS: close_notify first, bounded by a short timer, then the socket. The server counts
   // the session as live until then: a node that shuts down waits for it (bounded), so
   // that its I/O does not stop under a pending close_notify and reset the connection.
-  timer_.expires_after(std::chrono::milliseconds{500});
-  timer_.async_wait([self = self()](boost::system::error_code ec) {
+  timer().expires_after(std::chrono::milliseconds{500});
+  timer().async_wait([self = self()](boost::system::error_code ec) {
     if (!ec)
       self->end_transport();
   });
   conn_->async_shutdown([self = self()](boost::system::error_code) {
-    self->timer_.cancel();
+    self->timer_->cancel();
     self->end_transport();
   });
 }

@@ -32,11 +32,13 @@
 //      message the core queued go out in one system call, each message as its cached frame
 //      shared by all clients (message_impl::ws_frame()). On overflow under `disconnect` the
 //      client gets a backpressure_overflow error frame, then close 1000.
-//   4b. Pings: a client we heard nothing from for broker.web-socket.ping-interval gets a
-//      ping, and once it answered, one every interval (as from Zeek's server); a client
-//      that sends on its own gets none. One that stays silent for an interval after a ping
-//      (while we could write to it and were reading from it) is closed with 1001 and
-//      counted as a ping timeout.
+//   4b. Pings: one timer per server ticks every broker.web-socket.ping-interval for all
+//      attached clients (server_impl::start_pings()). A client we heard nothing from
+//      since the last tick gets a ping, and once it answered, one every interval (as from
+//      Zeek's server); a client that sends on its own gets none. One that stays silent for
+//      an interval after a ping (while we could write to it and were reading from it) is
+//      closed with 1001 and counted as a ping timeout. The first ping goes out one to two
+//      intervals after a client's last message, the verdict one interval later.
 //   4c. Access control (doc/security.md), if http_session admitted the client with an
 //      identity: its subscriptions are checked before the core gets them (narrowed or
 //      refused prefixes: error frames `access_denied` right after the ack); the router
@@ -90,6 +92,10 @@ public:
   /// Ends the session at once (any thread).
   void abort();
 
+  /// A tick of the server's ping sweep (any thread): each interval, a silent client gets a
+  /// ping, and one that stayed silent since the last ping is closed (see 4b above).
+  void ping_tick();
+
 private:
   enum class phase : uint8_t { awaiting_filter, attaching, attached };
 
@@ -117,12 +123,16 @@ private:
   void tell_access(const std::vector<std::string>& notices);
 
   // -- liveness
-  void arm_ping();
   void on_ping_tick();
+
+  // -- the timer of the handshake and closing phases (created on demand)
+  boost::asio::steady_timer& timer();
+  void drop_timer();
 
   // -- writing (channel hooks)
   bool fill(gather_buffer& out) override;
   bool after_write() override;
+  void on_drained() override;
   void on_write_error(const boost::system::error_code& ec) override;
   void queue_control(std::string frame);
   /// Queues a close frame behind what is pending. `final`: end the session once it is
@@ -137,36 +147,47 @@ private:
   void end_transport();
 
   std::shared_ptr<server_impl> srv_;
-  /// One timer for each phase in turn (a timer costs 120 bytes): the deadline for the
-  /// subscriptions, then the pings, then the close handshake. Every handler checks the
-  /// state it was armed for, so a stale expiry does nothing.
-  boost::asio::steady_timer timer_;
+  /// One timer for the phases that need one, in turn: the deadline for the subscriptions,
+  /// then the close handshake (and TLS's close_notify). Every handler checks the state it
+  /// was armed for, so a stale expiry does nothing. Null in between: an attached client
+  /// holds no timer (120 bytes, and a pending wait of 144); the server's ping sweep ticks
+  /// for it.
+  std::unique_ptr<boost::asio::steady_timer> timer_;
   ws::reader reader_;
   std::string address_;
-  uint16_t port_ = 0;
-  phase phase_ = phase::awaiting_filter;
 
   // Attachment to the core.
   endpoint_id client_id_ = endpoint_id::random();
   std::unique_ptr<security::connection_access> access_; ///< Null without access control.
-  std::vector<std::string> access_notices_; ///< About the subscriptions, sent after the ack.
-  bool registered_ = false; ///< add_client() is posted: the end must detach the client.
-  /// The end, told to the core once the input is routed (with close_reason_).
-  peer_end detach_why_ = peer_end::removed;
-  bool detach_limit_ = false; ///< The end was a budget's.
+  /// About the subscriptions, sent after the ack (null: none; rare, so not inline).
+  std::unique_ptr<std::vector<std::string>> access_notices_;
 
   // Input.
   size_t inputs_ = 0; ///< Data messages received, for "input #N" in error frames.
 
   // Output. Closing: a close frame waits behind the queue (close_pending_), then went out
   // (close_sent_); close_reason_ is its reason, and after finish() the detach's.
+  std::string close_reason_;
+
+  /// X-Application-Name, or null if the client sent none (most do not: not inline).
+  std::unique_ptr<const std::string> app_;
+
+  // The small fields together (no padding between them): the session object stays in a
+  // smaller allocation class (doc/performance.md, idle connections).
+  uint16_t port_ = 0;
+  uint16_t close_code_ = 0;
+  phase phase_ = phase::awaiting_filter;
+  bool registered_ = false; ///< add_client() is posted: the end must detach the client.
+  /// The end, told to the core once the input is routed (with close_reason_).
+  peer_end detach_why_ = peer_end::removed;
+  bool detach_limit_ = false; ///< The end was a budget's.
   bool close_pending_ = false;
   bool close_is_final_ = false;
   bool close_sent_ = false;
-  uint16_t close_code_ = 0;
-  std::string close_reason_;
-
-  std::string app_;       ///< X-Application-Name, or empty.
+  /// The last write that carried anything carried data. If it carried only control
+  /// frames (the 101 and the ack, a ping, a pong), the drained write loop gives the write
+  /// buffers back (on_drained()): an idle client keeps none.
+  bool last_write_data_ = false;
 
   // Liveness (pings).
   bool heard_since_tick_ = false; ///< Bytes arrived since the last tick.
