@@ -2,6 +2,7 @@
 
 #include "broker/data.hh"
 #include "broker/internal/codec/bin.hh"
+#include "broker/internal/zeromq/plain_writer.hh"
 #include "broker/internal/zmtp/curve.hh"
 
 #include <algorithm>
@@ -236,7 +237,14 @@ void zmq_link::on_event(zmtp::event& ev) {
           learn_from_event(ev.msg);
         if (access_ && !may_publish(ev.msg.size() > 0 ? ev.msg.frame(0) : std::string_view{}))
           break; // Counted per identity and rule (audit), told once per rule.
-        fwd_->publish(this, std::make_shared<const zmtp::multipart>(std::move(ev.msg)));
+        {
+          auto msg = std::make_shared<zmtp::multipart>(std::move(ev.msg));
+          // Under NULL (every link of the server speaks one mechanism) each receiver
+          // writes these bytes: encoded once here, not per receiver (plain_writer.hh).
+          if (session_.writes_plain())
+            zmtp::encode_plain(*msg);
+          fwd_->publish(this, std::move(msg));
+        }
       }
       break;
     case kind::pong:
@@ -346,8 +354,17 @@ bool zmq_link::fill(gather_buffer& out) {
                                   }),
                    batch_.end());
     }
+    // Pre-encoded events (plain_writer.hh) go out as they are, after the control output;
+    // others (the bridge's, or under CURVE) are encoded for this session.
+    session_.flush(out);
+    bool plain = session_.writes_plain();
+    plain_writer pw;
     std::string_view frames[max_frames];
     for (auto& ev : batch_) {
+      if (plain && !ev->plain.empty()) {
+        pw.add(ev->plain, out);
+        continue;
+      }
       auto n = std::min(ev->size(), max_frames);
       for (size_t i = 0; i < n; ++i)
         frames[i] = ev->frame(i);

@@ -12,7 +12,10 @@
 // Output: a bounded queue of shared events (core/mpsc_ring.hh) with the configured policy
 // (default drop_oldest); every drop is counted, `disconnect` closes the link. Each write
 // gathers the session's control output (greeting, handshake, PONG, subscriptions) and the
-// queued events: under NULL the frame headers are copied and the event's bytes referenced.
+// queued events. Under NULL an event is encoded once, by the link it came from
+// (zmtp::encode_plain()), and each receiver copies those bytes (small events: one
+// contiguous piece per write) or references them (large ones): plain_writer.hh. Events
+// without that encoding (the bridge's) and CURVE are encoded per receiver.
 //
 // Access control (doc/security.md, "ZeroMQ"): with rules configured (`security` set), the
 // link admits its peer as an identity (CURVE: by its public key in the session's

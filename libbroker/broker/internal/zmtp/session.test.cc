@@ -154,6 +154,43 @@ TEST_CASE("a Zeek 4-frame event crosses a NULL link byte-exact", "[zmtp]") {
     CHECK(msg.frame(i) == zeek_event[i]);
 }
 
+TEST_CASE("encode_plain() is what write_message() writes under NULL", "[zmtp]") {
+  auto l = forwarder_xpub_link();
+  l.pump();
+  REQUIRE(l.a.writes_plain());
+  // Frame sizes around the short/long header boundary (255/256), empty frames, one frame.
+  std::vector<std::vector<std::string>> cases = {
+    {std::string{zeek_event[0]}, std::string{zeek_event[1]}, std::string{zeek_event[2]},
+     std::string{zeek_event[3]}},
+    {"t", "", std::string(255, 'x'), std::string(256, 'y')},
+    {std::string(70000, 'z')},
+    {""},
+    {"", "", ""},
+  };
+  for (auto& frames : cases) {
+    multipart msg;
+    std::vector<std::string_view> views;
+    for (auto& f : frames) {
+      msg.bytes += f;
+      msg.ends.push_back(msg.bytes.size());
+      views.emplace_back(f);
+    }
+    encode_plain(msg);
+    string_sink sink;
+    REQUIRE(l.a.write_message(views.data(), views.size(), sink));
+    CHECK(msg.plain == sink.out);
+    // And the peer reads the same frames back.
+    auto events = l.b.feed(msg.plain);
+    REQUIRE(kinds(events) == std::vector{kind::message});
+    CHECK(events[0].msg.bytes == msg.bytes);
+    CHECK(events[0].msg.ends == msg.ends);
+  }
+  multipart none;
+  none.plain = "stale";
+  encode_plain(none);
+  CHECK(none.plain.empty());
+}
+
 TEST_CASE("a one-frame message from an XSUB not starting with 0 or 1 is a message", "[zmtp]") {
   auto s = handshaken(socket_type::xpub, "XSUB");
   std::string bytes;

@@ -18,6 +18,20 @@ bool subscriber(socket_type type) noexcept {
 
 } // namespace
 
+void encode_plain(multipart& msg) {
+  msg.plain.clear();
+  auto n = msg.size();
+  if (n == 0)
+    return;
+  msg.plain.reserve(msg.bytes.size() + n * max_frame_header_size);
+  char header[max_frame_header_size];
+  for (size_t i = 0; i < n; ++i) {
+    auto body = msg.frame(i);
+    msg.plain.append(header, write_frame_header(header, i + 1 < n, false, body.size()));
+    msg.plain.append(body.data(), body.size());
+  }
+}
+
 // -- traffic ----------------------------------------------------------------------------------
 
 bool session::on_frame(const frame_header& hdr, std::string_view body) {
