@@ -17,8 +17,11 @@ namespace broker::internal::zeromq {
 
 namespace {
 
-/// Events taken from the queue per write.
-constexpr size_t max_batch = 256;
+/// Events taken from the queue per write (at most IOV_MAX pieces when all are referenced).
+constexpr size_t max_batch = 1024;
+
+/// Capacity of the decoded events' list (pending_) kept between reads.
+constexpr size_t max_pending = 4096;
 
 /// A ZMTP multipart message has at most this many frames here (zmtp::limits default).
 constexpr size_t max_frames = 64;
@@ -154,6 +157,16 @@ void zmq_link::close_async(std::string reason) {
 void zmq_link::deliver(const shared_event& ev) {
   bool was_empty = false;
   auto res = queue_.push(1, [&](size_t) { return ev; }, was_empty);
+  after_push(res, was_empty);
+}
+
+void zmq_link::deliver(const shared_event* evs, const uint32_t* which, size_t n) {
+  bool was_empty = false;
+  auto res = queue_.push(n, [&](size_t i) { return evs[which[i]]; }, was_empty);
+  after_push(res, was_empty);
+}
+
+void zmq_link::after_push(const push_result& res, bool was_empty) {
   if (res.dropped > 0)
     stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
   if (res.disconnected) {
@@ -191,13 +204,26 @@ size_t zmq_link::decode(char* data, size_t size) {
       break;
     on_event(ev);
   }
+  publish_pending();
   events_.clear();
   attend();
   return size; // The session keeps a partial frame itself.
 }
 
+void zmq_link::publish_pending() {
+  if (pending_.empty())
+    return;
+  if (joined_)
+    fwd_->publish(this, pending_.data(), pending_.size());
+  pending_.clear();
+  if (pending_.capacity() > max_pending)
+    std::vector<shared_event>{}.swap(pending_);
+}
+
 void zmq_link::on_event(zmtp::event& ev) {
   using kind = zmtp::event::kind;
+  if (ev.what != kind::message)
+    publish_pending(); // The events before it go first (e.g. before a failure closes).
   switch (ev.what) {
     case kind::ready:
       timer_.cancel();
@@ -243,7 +269,7 @@ void zmq_link::on_event(zmtp::event& ev) {
           // writes these bytes: encoded once here, not per receiver (plain_writer.hh).
           if (session_.writes_plain())
             zmtp::encode_plain(*msg);
-          fwd_->publish(this, std::move(msg));
+          pending_.push_back(std::move(msg)); // Published after the read (decode()).
         }
       }
       break;

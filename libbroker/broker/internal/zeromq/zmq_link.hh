@@ -112,6 +112,7 @@ public:
 
   // -- link -----------------------------------------------------------------------------------
   void deliver(const shared_event& ev) override;
+  void deliver(const shared_event* evs, const uint32_t* which, size_t n) override;
   void pass_subscription(bool subscribe, const std::string& prefix) override;
 
 private:
@@ -131,6 +132,8 @@ private:
   size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
 
   void on_event(zmtp::event& ev);
+  void publish_pending();
+  void after_push(const push_result& res, bool was_empty);
   zmtp::session_config make_session_config();
   bool admit_key(const zmtp::key& k);
   bool admit_anonymous();
@@ -160,6 +163,8 @@ private:
   mpsc_ring<shared_event> queue_;
   std::vector<shared_event> batch_;
   std::vector<zmtp::event> events_;
+  /// Events of the current read, published together (forwarder::publish() of a batch).
+  std::vector<shared_event> pending_;
   boost::asio::steady_timer timer_;
   link_counters stats_;
   bool joined_ = false;       ///< Added to the forwarder (after the handshake).
