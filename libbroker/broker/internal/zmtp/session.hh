@@ -252,6 +252,10 @@ private:
   std::string out_;       // control output not yet drained
   std::string scratch_;   // sealed frames, opened payloads
   multipart partial_;     // the incoming message being assembled
+  /// Size of the last message delivered (bytes, frames): the next one's reservation, so a
+  /// run of similar messages is assembled without growing (capped, see on_traffic()).
+  size_t last_bytes_ = 0;
+  size_t last_frames_ = 0;
   std::vector<event>* events_ = nullptr;
   std::unique_ptr<curve_client> client_;
   std::unique_ptr<curve_server> server_;
