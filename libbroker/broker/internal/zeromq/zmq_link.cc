@@ -20,6 +20,9 @@ namespace {
 /// Events taken from the queue per write (at most IOV_MAX pieces when all are referenced).
 constexpr size_t max_batch = 1024;
 
+/// Capacity of the write buffer (plain_writer.hh) kept once the write loop drained.
+constexpr size_t max_idle_wbuf = 16 * 1024;
+
 /// Capacity of the decoded events' list (pending_) kept between reads.
 constexpr size_t max_pending = 4096;
 
@@ -384,18 +387,26 @@ bool zmq_link::fill(gather_buffer& out) {
     // others (the bridge's, or under CURVE) are encoded for this session.
     session_.flush(out);
     bool plain = session_.writes_plain();
-    plain_writer pw;
+    plain_writer pw{wbuf_};
+    if (plain) {
+      size_t need = 0;
+      for (auto& ev : batch_)
+        need = plain_writer::plan(need, ev->plain.size());
+      pw.reserve(need);
+    }
     std::string_view frames[max_frames];
     for (auto& ev : batch_) {
       if (plain && !ev->plain.empty()) {
         pw.add(ev->plain, out);
         continue;
       }
+      pw.finish(out);
       auto n = std::min(ev->size(), max_frames);
       for (size_t i = 0; i < n; ++i)
         frames[i] = ev->frame(i);
       session_.write_message(frames, n, out);
     }
+    pw.finish(out);
     stats_.messages_out.fetch_add(batch_.size(), std::memory_order_relaxed);
   }
   session_.flush(out);
@@ -409,6 +420,8 @@ void zmq_link::on_write_error(const boost::system::error_code& ec) {
 void zmq_link::shrink_batch() {
   if (batch_.capacity() > 64)
     std::vector<shared_event>{}.swap(batch_);
+  if (wbuf_.capacity() > max_idle_wbuf)
+    std::string{}.swap(wbuf_);
 }
 
 // -- timers and the end ------------------------------------------------------------------------

@@ -129,7 +129,9 @@ private:
   size_t queued() const noexcept override { return queue_.size(); }
   void release_batch() noexcept override { batch_.clear(); }
   void shrink_batch() override;
-  size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
+  size_t batch_bytes() const noexcept override {
+    return batch_.capacity() * sizeof(shared_event) + wbuf_.capacity();
+  }
 
   void on_event(zmtp::event& ev);
   void publish_pending();
@@ -162,6 +164,9 @@ private:
   std::string name_;
   mpsc_ring<shared_event> queue_;
   std::vector<shared_event> batch_;
+  /// The small events of the write in flight, copied (plain_writer.hh); unchanged until
+  /// the write is done (the next fill() reuses it).
+  std::string wbuf_;
   std::vector<zmtp::event> events_;
   /// Events of the current read, published together (forwarder::publish() of a batch).
   std::vector<shared_event> pending_;
