@@ -325,13 +325,17 @@ void zmq_link::learn_from_event(const zmtp::multipart& msg) {
   if (msg.size() != 4)
     return;
   auto topic = msg.frame(0);
+  bool maybe_hello = topic.substr(0, nodeid_prefix.size()) == nodeid_prefix
+                     && msg.frame(2) == "broker-bin-v1";
+  if (id_known_ && !maybe_hello)
+    return; // The common case: no lock.
   std::optional<std::pair<std::string, std::string>> hello;
-  if (topic.substr(0, nodeid_prefix.size()) == nodeid_prefix
-      && msg.frame(2) == "broker-bin-v1")
+  if (maybe_hello)
     hello = hello_of(msg.frame(3));
   std::lock_guard<std::mutex> guard{node_mtx_};
   if (zeek_id_.empty())
     zeek_id_ = std::string{msg.frame(1)};
+  id_known_ = !zeek_id_.empty();
   if (hello && hello->second == zeek_id_) {
     zeek_name_ = hello->first;
     named_ = true;

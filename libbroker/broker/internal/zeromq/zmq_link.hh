@@ -181,6 +181,7 @@ private:
   std::string zeek_id_;
   std::string zeek_name_;
   bool named_ = false; ///< Strand only: a name was learned (nothing more to look for).
+  bool id_known_ = false; ///< Strand only: zeek_id_ is set (events need no lock until a hello).
   // Access control (strand only; access_ null without rules).
   std::unique_ptr<security::connection_access> access_;
   std::vector<std::string> granted_; ///< What of them is in the forwarder, sorted.

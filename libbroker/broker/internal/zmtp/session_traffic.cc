@@ -90,7 +90,9 @@ bool session::on_traffic(bool more, bool command, std::string_view body) {
 }
 
 bool session::deliver() {
-  event ev;
+  // Built in place: an event is large (a message, a prefix, an error) and one arrives per
+  // message.
+  auto& ev = events_->emplace_back();
   auto first = partial_.frame(0);
   // A one-frame message starting with 0x01 or 0x00 is a (un)subscription to a publisher.
   if (publisher(cfg_.type) && partial_.size() == 1 && !first.empty()
@@ -103,10 +105,11 @@ bool session::deliver() {
     ev.what = event::kind::message;
     last_bytes_ = partial_.bytes.size();
     last_frames_ = partial_.ends.size();
-    ev.msg = std::move(partial_);
-    partial_ = multipart{};
+    ev.msg.bytes = std::move(partial_.bytes);
+    ev.msg.ends = std::move(partial_.ends);
+    partial_.bytes.clear();
+    partial_.ends.clear();
   }
-  events_->push_back(std::move(ev));
   return true;
 }
 
