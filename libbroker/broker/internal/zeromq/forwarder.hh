@@ -17,8 +17,9 @@
 // held; a subscriber that goes away unsubscribes each prefix it held (once); a connection
 // holds a prefix once however often it subscribed it; an event goes once to every
 // subscriber with a matching prefix, the sender's own included (Zeek's nodes filter their
-// own node id). Events are shared (one immutable multipart per event, referenced by
-// every receiver's queue), never copied per receiver.
+// own node id). Events are shared (one immutable multipart per event, encoded once,
+// referenced by every receiver's queue); a publisher's events arrive in batches (one per
+// read) and each subscriber is offered its matches as one batch.
 //
 // Threads: every method may be called from any connection's strand; one mutex guards the
 // tables. Links are told things (deliver(), pass_subscription()) under the mutex and must
