@@ -1,6 +1,7 @@
 #include "broker/internal/zmtp/session.hh"
 
 #include <algorithm>
+#include <cstring>
 
 // The session after its handshake: frames in (opened under CURVE), messages assembled,
 // commands answered; subscriptions and PINGs out. The feed loop and the handshake are in
@@ -24,16 +25,23 @@ bool subscriber(socket_type type) noexcept {
 } // namespace
 
 void encode_plain(multipart& msg) {
-  msg.plain.clear();
   auto n = msg.size();
-  if (n == 0)
+  if (n == 0) {
+    msg.plain.clear();
     return;
-  msg.plain.reserve(msg.bytes.size() + n * max_frame_header_size);
-  char header[max_frame_header_size];
+  }
+  // Sized once, then written in place (not frame by frame through append()).
+  size_t size = msg.bytes.size();
+  for (size_t i = 0; i < n; ++i)
+    size += msg.frame(i).size() <= 255 ? 2 : max_frame_header_size;
+  msg.plain.resize(size);
+  char* pos = msg.plain.data();
   for (size_t i = 0; i < n; ++i) {
     auto body = msg.frame(i);
-    msg.plain.append(header, write_frame_header(header, i + 1 < n, false, body.size()));
-    msg.plain.append(body.data(), body.size());
+    pos += write_frame_header(pos, i + 1 < n, false, body.size());
+    if (!body.empty())
+      std::memcpy(pos, body.data(), body.size());
+    pos += body.size();
   }
 }
 
