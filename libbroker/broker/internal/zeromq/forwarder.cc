@@ -4,6 +4,11 @@ namespace broker::internal::zeromq {
 
 link::~link() = default;
 
+void link::deliver(const shared_event* evs, const uint32_t* which, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    deliver(evs[which[i]]);
+}
+
 namespace {
 
 void add(std::atomic<uint64_t>& x, uint64_t n) {
@@ -102,37 +107,75 @@ void forwarder::set_tap(link* owner, std::function<void(const shared_event&)> fn
   tap_ = std::move(fn);
 }
 
+namespace {
+
+/// Whether one of `prefixes` (sorted) is a prefix of `topic`.
+bool matches(const std::set<std::string, std::less<>>& prefixes, std::string_view topic) {
+  // A prefix of the topic sorts at or before it: stop at the first prefix after it.
+  for (auto& prefix : prefixes) {
+    if (prefix.size() <= topic.size() && topic.compare(0, prefix.size(), prefix) == 0)
+      return true;
+    if (prefix > topic)
+      return false;
+  }
+  return false;
+}
+
+} // namespace
+
 size_t forwarder::publish(link* from, const shared_event& ev) {
-  if (ev->size() == 0)
-    return 0;
-  auto topic = ev->frame(0);
+  return publish(from, &ev, 1);
+}
+
+size_t forwarder::publish(link* from, const shared_event* evs, size_t n) {
   std::lock_guard<std::mutex> guard{mtx_};
-  add(counters_.frontend_messages_received, 1);
-  add(counters_.frontend_bytes_received, ev->bytes.size());
-  size_t n = 0;
-  for (auto& [sub, prefixes] : subscribers_) {
-    // A prefix of the topic sorts at or before it: stop at the first prefix after it.
-    bool match = false;
-    for (auto& prefix : prefixes) {
-      if (prefix.size() <= topic.size() && topic.compare(0, prefix.size(), prefix) == 0) {
-        match = true;
-        break;
-      }
-      if (prefix > topic)
-        break;
+  // Runs of one topic (events without frames are skipped: nobody gets them, uncounted).
+  runs_.clear();
+  std::string_view last;
+  uint64_t bytes = 0;
+  size_t counted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto& ev = evs[i];
+    if (ev->size() == 0)
+      continue;
+    ++counted;
+    bytes += ev->bytes.size();
+    auto topic = ev->frame(0);
+    if (runs_.empty() || topic != last) {
+      runs_.push_back(static_cast<uint32_t>(i));
+      last = topic;
     }
-    if (match) {
-      sub->deliver(ev);
-      ++n;
+  }
+  if (counted == 0)
+    return 0;
+  add(counters_.frontend_messages_received, counted);
+  add(counters_.frontend_bytes_received, bytes);
+  size_t delivered = 0;
+  for (auto& [sub, prefixes] : subscribers_) {
+    which_.clear();
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      auto first = runs_[r];
+      auto end = r + 1 < runs_.size() ? runs_[r + 1] : static_cast<uint32_t>(n);
+      if (!matches(prefixes, evs[first]->frame(0)))
+        continue;
+      for (auto i = first; i < end; ++i)
+        if (evs[i]->size() > 0)
+          which_.push_back(i);
+    }
+    if (!which_.empty()) {
+      sub->deliver(evs, which_.data(), which_.size());
+      delivered += which_.size();
     }
   }
   if (tap_ && from != tap_owner_)
-    tap_(ev);
+    for (size_t i = 0; i < n; ++i)
+      if (evs[i]->size() > 0)
+        tap_(evs[i]);
   // The proxy sends each event once to its backend (XPUB), which fans it out or drops it:
   // once, whatever the number of receivers (zmq_proxy_steerable's STATISTICS).
-  add(counters_.backend_messages_sent, 1);
-  add(counters_.backend_bytes_sent, ev->bytes.size());
-  return n;
+  add(counters_.backend_messages_sent, counted);
+  add(counters_.backend_bytes_sent, bytes);
+  return delivered;
 }
 
 size_t forwarder::prefixes() const {

@@ -17,8 +17,9 @@
 // held; a subscriber that goes away unsubscribes each prefix it held (once); a connection
 // holds a prefix once however often it subscribed it; an event goes once to every
 // subscriber with a matching prefix, the sender's own included (Zeek's nodes filter their
-// own node id). Events are shared (one immutable multipart per event, referenced by
-// every receiver's queue), never copied per receiver.
+// own node id). Events are shared (one immutable multipart per event, encoded once,
+// referenced by every receiver's queue); a publisher's events arrive in batches (one per
+// read) and each subscriber is offered its matches as one batch.
 //
 // Threads: every method may be called from any connection's strand; one mutex guards the
 // tables. Links are told things (deliver(), pass_subscription()) under the mutex and must
@@ -37,6 +38,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace broker::internal::zeromq {
 
@@ -50,6 +52,10 @@ public:
 
   /// Subscriber side: queue `ev` for writing (the policy of the link's queue applies).
   virtual void deliver(const shared_event& ev) = 0;
+
+  /// Subscriber side: queue evs[which[0]], ..., evs[which[n - 1]], in that order, as
+  /// deliver() would one by one (a link overrides it to queue them as one batch).
+  virtual void deliver(const shared_event* evs, const uint32_t* which, size_t n);
 
   /// Publisher side: queue a subscribe (true) or unsubscribe of `prefix` for writing.
   virtual void pass_subscription(bool subscribe, const std::string& prefix) = 0;
@@ -99,6 +105,12 @@ public:
   /// Returns the number of receivers.
   size_t publish(link* from, const shared_event& ev);
 
+  /// Publisher `from` sent evs[0..n) in this order (e.g. what one read decoded): the same
+  /// as publish() for each in turn, but under one lock, each subscriber's matches offered
+  /// as one batch, and a prefix check per run of events on one topic, not per event.
+  /// Returns the number of deliveries.
+  size_t publish(link* from, const shared_event* evs, size_t n);
+
   /// Every event a publisher other than `owner` sends is also offered to `fn` (the bridge,
   /// bridge.hh), under the forwarder's lock: `fn` must only queue. Null: none.
   void set_tap(link* owner, std::function<void(const shared_event&)> fn);
@@ -118,6 +130,10 @@ private:
   void pass_locked(link* from, bool subscribe, const std::string& prefix);
 
   mutable std::mutex mtx_;
+  /// publish(): where each run of one topic starts, and one subscriber's matches (under
+  /// mtx_, kept to spare the allocations).
+  std::vector<uint32_t> runs_;
+  std::vector<uint32_t> which_;
   std::set<link*> publishers_;
   /// Subscriber -> the prefixes it holds.
   std::map<link*, std::set<std::string, std::less<>>> subscribers_;

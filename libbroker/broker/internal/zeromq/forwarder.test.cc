@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace broker::internal;
@@ -137,4 +138,85 @@ TEST_CASE("an unsubscribe of a prefix nobody holds is not passed on", "[zeromq]"
   fwd.subscription(&a, false, "never");
   CHECK(pub.subs.empty());
   CHECK(fwd.prefixes() == 0);
+}
+
+namespace {
+
+/// Records each batch it is offered.
+struct batch_link : fake_link {
+  std::vector<size_t> batches;
+  using fake_link::deliver;
+  void deliver(const shared_event* evs, const uint32_t* which, size_t n) override {
+    batches.push_back(n);
+    link::deliver(evs, which, n);
+  }
+};
+
+} // namespace
+
+TEST_CASE("a batch of events is published as one by one, each subscriber's as one batch",
+          "[zeromq]") {
+  // The same subscriptions twice: once published event by event, once as a batch.
+  forwarder one, all;
+  fake_link pub1, pub2;
+  fake_link a1, b1, c1;
+  batch_link a2, b2, c2;
+  one.add_publisher(&pub1);
+  all.add_publisher(&pub2);
+  for (auto [fwd, a, b, c] : {std::tuple<forwarder*, fake_link*, fake_link*, fake_link*>{
+                                &one, &a1, &b1, &c1},
+                              {&all, &a2, &b2, &c2}}) {
+    fwd->add_subscriber(a);
+    fwd->add_subscriber(b);
+    fwd->add_subscriber(c);
+    fwd->subscription(a, true, "zeek/");
+    fwd->subscription(b, true, "zeek/x");
+    fwd->subscription(c, true, "");
+  }
+  // Runs of one topic, a change back, an event without frames, the empty topic.
+  std::vector<shared_event> evs;
+  for (auto t : {"zeek/x1", "zeek/x1", "zeek/y", "zeek/x1", "", "other", "other", "zeek/x2"})
+    evs.push_back(make_event(t));
+  evs.insert(evs.begin() + 3, std::make_shared<zmtp::multipart>());
+  size_t total = 0;
+  for (auto& ev : evs)
+    total += one.publish(&pub1, ev);
+  CHECK(all.publish(&pub2, evs.data(), evs.size()) == total);
+  CHECK(a2.got == a1.got);
+  CHECK(b2.got == b1.got);
+  CHECK(c2.got == c1.got);
+  CHECK(a1.got
+        == std::vector<std::string>{"zeek/x1", "zeek/x1", "zeek/y", "zeek/x1", "zeek/x2"});
+  CHECK(b1.got == std::vector<std::string>{"zeek/x1", "zeek/x1", "zeek/x1", "zeek/x2"});
+  CHECK(c1.got.size() == 8);
+  // One batch per subscriber with matches.
+  CHECK(a2.batches == std::vector<size_t>{5});
+  CHECK(b2.batches == std::vector<size_t>{4});
+  CHECK(c2.batches == std::vector<size_t>{8});
+  // The counters as zmq_proxy_steerable's: the frameless event is not counted either way.
+  CHECK(all.counters().frontend_messages_received == one.counters().frontend_messages_received);
+  CHECK(all.counters().frontend_bytes_received == one.counters().frontend_bytes_received);
+  CHECK(all.counters().backend_messages_sent == one.counters().backend_messages_sent);
+  CHECK(all.counters().backend_bytes_sent == one.counters().backend_bytes_sent);
+  CHECK(all.counters().backend_messages_sent == 8);
+  // Nothing matches: no batch at all; an empty batch is nothing.
+  batch_link d;
+  forwarder f;
+  f.add_subscriber(&d);
+  f.subscription(&d, true, "nope");
+  CHECK(f.publish(&pub1, evs.data(), evs.size()) == 0);
+  CHECK(f.publish(&pub1, evs.data(), 0) == 0);
+  CHECK(d.batches.empty());
+}
+
+TEST_CASE("the tap sees every event of a batch but its owner's", "[zeromq]") {
+  forwarder fwd;
+  fake_link pub, owner;
+  std::vector<std::string> tapped;
+  fwd.set_tap(&owner, [&](const shared_event& ev) { tapped.emplace_back(ev->frame(0)); });
+  std::vector<shared_event> evs{make_event("a"), std::make_shared<zmtp::multipart>(),
+                                make_event("b")};
+  fwd.publish(&pub, evs.data(), evs.size());
+  fwd.publish(&owner, evs.data(), evs.size());
+  CHECK(tapped == std::vector<std::string>{"a", "b"});
 }

@@ -2,6 +2,7 @@
 
 #include "broker/data.hh"
 #include "broker/internal/codec/bin.hh"
+#include "broker/internal/zeromq/plain_writer.hh"
 #include "broker/internal/zmtp/curve.hh"
 
 #include <algorithm>
@@ -16,8 +17,14 @@ namespace broker::internal::zeromq {
 
 namespace {
 
-/// Events taken from the queue per write.
-constexpr size_t max_batch = 256;
+/// Events taken from the queue per write (at most IOV_MAX pieces when all are referenced).
+constexpr size_t max_batch = 1024;
+
+/// Capacity of the write buffer (plain_writer.hh) kept once the write loop drained.
+constexpr size_t max_idle_wbuf = 16 * 1024;
+
+/// Capacity of the decoded events' list (pending_) kept between reads.
+constexpr size_t max_pending = 4096;
 
 /// A ZMTP multipart message has at most this many frames here (zmtp::limits default).
 constexpr size_t max_frames = 64;
@@ -155,6 +162,16 @@ void zmq_link::close_async(std::string reason) {
 void zmq_link::deliver(const shared_event& ev) {
   bool was_empty = false;
   auto res = queue_.push(1, [&](size_t) { return ev; }, was_empty);
+  after_push(res, was_empty);
+}
+
+void zmq_link::deliver(const shared_event* evs, const uint32_t* which, size_t n) {
+  bool was_empty = false;
+  auto res = queue_.push(n, [&](size_t i) { return evs[which[i]]; }, was_empty);
+  after_push(res, was_empty);
+}
+
+void zmq_link::after_push(const push_result& res, bool was_empty) {
   if (res.dropped > 0)
     stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
   if (res.disconnected) {
@@ -192,13 +209,26 @@ size_t zmq_link::decode(char* data, size_t size) {
       break;
     on_event(ev);
   }
+  publish_pending();
   events_.clear();
   attend();
   return size; // The session keeps a partial frame itself.
 }
 
+void zmq_link::publish_pending() {
+  if (pending_.empty())
+    return;
+  if (joined_)
+    fwd_->publish(this, pending_.data(), pending_.size());
+  pending_.clear();
+  if (pending_.capacity() > max_pending)
+    std::vector<shared_event>{}.swap(pending_);
+}
+
 void zmq_link::on_event(zmtp::event& ev) {
   using kind = zmtp::event::kind;
+  if (ev.what != kind::message)
+    publish_pending(); // The events before it go first (e.g. before a failure closes).
   switch (ev.what) {
     case kind::ready:
       timer_.cancel();
@@ -240,7 +270,14 @@ void zmq_link::on_event(zmtp::event& ev) {
           learn_from_event(ev.msg);
         if (access_ && !may_publish(ev.msg.size() > 0 ? ev.msg.frame(0) : std::string_view{}))
           break; // Counted per identity and rule (audit), told once per rule.
-        fwd_->publish(this, std::make_shared<const zmtp::multipart>(std::move(ev.msg)));
+        {
+          auto msg = std::make_shared<zmtp::multipart>(std::move(ev.msg));
+          // Under NULL (every link of the server speaks one mechanism) each receiver
+          // writes these bytes: encoded once here, not per receiver (plain_writer.hh).
+          if (session_.writes_plain())
+            zmtp::encode_plain(*msg);
+          pending_.push_back(std::move(msg)); // Published after the read (decode()).
+        }
       }
       break;
     case kind::pong:
@@ -292,13 +329,17 @@ void zmq_link::learn_from_event(const zmtp::multipart& msg) {
   if (msg.size() != 4)
     return;
   auto topic = msg.frame(0);
+  bool maybe_hello = topic.substr(0, nodeid_prefix.size()) == nodeid_prefix
+                     && msg.frame(2) == "broker-bin-v1";
+  if (id_known_ && !maybe_hello)
+    return; // The common case: no lock.
   std::optional<std::pair<std::string, std::string>> hello;
-  if (topic.substr(0, nodeid_prefix.size()) == nodeid_prefix
-      && msg.frame(2) == "broker-bin-v1")
+  if (maybe_hello)
     hello = hello_of(msg.frame(3));
   std::lock_guard<std::mutex> guard{node_mtx_};
   if (zeek_id_.empty())
     zeek_id_ = std::string{msg.frame(1)};
+  id_known_ = !zeek_id_.empty();
   if (hello && hello->second == zeek_id_) {
     zeek_name_ = hello->first;
     named_ = true;
@@ -350,13 +391,30 @@ bool zmq_link::fill(gather_buffer& out) {
                                   }),
                    batch_.end());
     }
+    // Pre-encoded events (plain_writer.hh) go out as they are, after the control output;
+    // others (the bridge's, or under CURVE) are encoded for this session.
+    session_.flush(out);
+    bool plain = session_.writes_plain();
+    plain_writer pw{wbuf_};
+    if (plain) {
+      size_t need = 0;
+      for (auto& ev : batch_)
+        need = plain_writer::plan(need, ev->plain.size());
+      pw.reserve(need);
+    }
     std::string_view frames[max_frames];
     for (auto& ev : batch_) {
+      if (plain && !ev->plain.empty()) {
+        pw.add(ev->plain, out);
+        continue;
+      }
+      pw.finish(out);
       auto n = std::min(ev->size(), max_frames);
       for (size_t i = 0; i < n; ++i)
         frames[i] = ev->frame(i);
       session_.write_message(frames, n, out);
     }
+    pw.finish(out);
     stats_.messages_out.fetch_add(batch_.size(), std::memory_order_relaxed);
   }
   session_.flush(out);
@@ -370,6 +428,8 @@ void zmq_link::on_write_error(const boost::system::error_code& ec) {
 void zmq_link::shrink_batch() {
   if (batch_.capacity() > 64)
     std::vector<shared_event>{}.swap(batch_);
+  if (wbuf_.capacity() > max_idle_wbuf)
+    std::string{}.swap(wbuf_);
 }
 
 // -- timers and the end ------------------------------------------------------------------------

@@ -12,7 +12,10 @@
 // Output: a bounded queue of shared events (core/mpsc_ring.hh) with the configured policy
 // (default drop_oldest); every drop is counted, `disconnect` closes the link. Each write
 // gathers the session's control output (greeting, handshake, PONG, subscriptions) and the
-// queued events: under NULL the frame headers are copied and the event's bytes referenced.
+// queued events. Under NULL an event is encoded once, by the link it came from
+// (zmtp::encode_plain()), and each receiver copies those bytes (small events: one
+// contiguous piece per write) or references them (large ones): plain_writer.hh. Events
+// without that encoding (the bridge's) and CURVE are encoded per receiver.
 //
 // Access control (doc/security.md, "ZeroMQ"): with rules configured (`security` set), the
 // link admits its peer as an identity (CURVE: by its public key in the session's
@@ -116,6 +119,7 @@ public:
 
   // -- link -----------------------------------------------------------------------------------
   void deliver(const shared_event& ev) override;
+  void deliver(const shared_event* evs, const uint32_t* which, size_t n) override;
   void pass_subscription(bool subscribe, const std::string& prefix) override;
 
 private:
@@ -132,9 +136,13 @@ private:
   size_t queued() const noexcept override { return queue_.size(); }
   void release_batch() noexcept override { batch_.clear(); }
   void shrink_batch() override;
-  size_t batch_bytes() const noexcept override { return batch_.capacity() * sizeof(shared_event); }
+  size_t batch_bytes() const noexcept override {
+    return batch_.capacity() * sizeof(shared_event) + wbuf_.capacity();
+  }
 
   void on_event(zmtp::event& ev);
+  void publish_pending();
+  void after_push(const push_result& res, bool was_empty);
   zmtp::session_config make_session_config();
   bool admit_key(const zmtp::key& k);
   bool admit_anonymous();
@@ -164,7 +172,12 @@ private:
   std::string name_;
   mpsc_ring<shared_event> queue_;
   std::vector<shared_event> batch_;
+  /// The small events of the write in flight, copied (plain_writer.hh); unchanged until
+  /// the write is done (the next fill() reuses it).
+  std::string wbuf_;
   std::vector<zmtp::event> events_;
+  /// Events of the current read, published together (forwarder::publish() of a batch).
+  std::vector<shared_event> pending_;
   boost::asio::steady_timer timer_;
   link_counters stats_;
   bool joined_ = false;       ///< Added to the forwarder (after the handshake).
@@ -176,6 +189,7 @@ private:
   std::string zeek_id_;
   std::string zeek_name_;
   bool named_ = false; ///< Strand only: a name was learned (nothing more to look for).
+  bool id_known_ = false; ///< Strand only: zeek_id_ is set (events need no lock until a hello).
   // Access control (strand only; access_ null without rules).
   std::unique_ptr<security::connection_access> access_;
   std::vector<std::string> granted_; ///< What of them is in the forwarder, sorted.

@@ -122,6 +122,9 @@ TEST_CASE("CURVE traffic: events, subscriptions and heartbeats are sealed", "[zm
   l.pump();
   REQUIRE(l.a.ready());
   REQUIRE(l.b.ready());
+  // A pre-encoded (plain) event must not be written as it is under CURVE.
+  CHECK_FALSE(l.a.writes_plain());
+  CHECK_FALSE(l.b.writes_plain());
   // A 4-frame event, sealed per connection: nothing of it appears in clear.
   const std::string_view frames[] = {"zeek/event/x", "node-a", "broker-bin-v1", "payload!"};
   string_sink sink;

@@ -81,6 +81,10 @@ struct session_config {
 struct multipart {
   std::string bytes;
   std::vector<size_t> ends;
+  /// The message as an unencrypted (NULL) session writes it, headers and bodies, set by
+  /// encode_plain(): the same bytes for every NULL receiver, so a forwarder encodes an
+  /// event once and each receiver copies or references this. Empty until encoded.
+  std::string plain;
 
   size_t size() const noexcept { return ends.size(); }
   std::string_view frame(size_t i) const noexcept {
@@ -88,6 +92,10 @@ struct multipart {
     return std::string_view{bytes}.substr(begin, ends[i] - begin);
   }
 };
+
+/// Sets msg.plain to the message in ZMTP framing without encryption (what write_message()
+/// writes under NULL); empty for a message without frames.
+void encode_plain(multipart& msg);
 
 /// One thing that happened on the connection.
 struct event {
@@ -181,6 +189,10 @@ public:
     return true;
   }
 
+  /// Whether write_message() writes frames as they are (NULL), i.e. a message's plain
+  /// encoding (encode_plain()) may be written instead, after flush().
+  bool writes_plain() const noexcept { return cipher_ == nullptr; }
+
   /// XSUB side: queues a subscription to `prefix`; false unless ready().
   bool subscribe(std::string_view prefix) { return send_subscription(true, prefix); }
 
@@ -240,6 +252,10 @@ private:
   std::string out_;       // control output not yet drained
   std::string scratch_;   // sealed frames, opened payloads
   multipart partial_;     // the incoming message being assembled
+  /// Size of the last message delivered (bytes, frames): the next one's reservation, so a
+  /// run of similar messages is assembled without growing (capped, see on_traffic()).
+  size_t last_bytes_ = 0;
+  size_t last_frames_ = 0;
   std::vector<event>* events_ = nullptr;
   std::unique_ptr<curve_client> client_;
   std::unique_ptr<curve_server> server_;

@@ -1,5 +1,8 @@
 #include "broker/internal/zmtp/session.hh"
 
+#include <algorithm>
+#include <cstring>
+
 // The session after its handshake: frames in (opened under CURVE), messages assembled,
 // commands answered; subscriptions and PINGs out. The feed loop and the handshake are in
 // session.cc.
@@ -7,6 +10,9 @@
 namespace broker::internal::zmtp {
 
 namespace {
+
+/// The most a message's assembly reserves ahead (larger ones grow as they arrive).
+constexpr size_t reserve_cap = 64 * 1024;
 
 bool publisher(socket_type type) noexcept {
   return type == socket_type::xpub || type == socket_type::pub;
@@ -17,6 +23,27 @@ bool subscriber(socket_type type) noexcept {
 }
 
 } // namespace
+
+void encode_plain(multipart& msg) {
+  auto n = msg.size();
+  if (n == 0) {
+    msg.plain.clear();
+    return;
+  }
+  // Sized once, then written in place (not frame by frame through append()).
+  size_t size = msg.bytes.size();
+  for (size_t i = 0; i < n; ++i)
+    size += msg.frame(i).size() <= 255 ? 2 : max_frame_header_size;
+  msg.plain.resize(size);
+  char* pos = msg.plain.data();
+  for (size_t i = 0; i < n; ++i) {
+    auto body = msg.frame(i);
+    pos += write_frame_header(pos, i + 1 < n, false, body.size());
+    if (!body.empty())
+      std::memcpy(pos, body.data(), body.size());
+    pos += body.size();
+  }
+}
 
 // -- traffic ----------------------------------------------------------------------------------
 
@@ -59,13 +86,21 @@ bool session::on_traffic(bool more, bool command, std::string_view body) {
   if (partial_.ends.size() >= cfg_.lim.max_frames)
     return fail({errc::too_many_frames, "a multipart message of more than "
                                           + std::to_string(cfg_.lim.max_frames) + " frames"});
+  if (partial_.ends.empty() && last_frames_ > 0) {
+    // Most traffic is runs of similar messages (Zeek's 4-frame events): one allocation
+    // each for the bytes and the frame list instead of growing them frame by frame.
+    partial_.bytes.reserve(std::min(std::max(last_bytes_, body.size()), reserve_cap));
+    partial_.ends.reserve(last_frames_);
+  }
   partial_.bytes.append(body);
   partial_.ends.push_back(partial_.bytes.size());
   return more ? true : deliver();
 }
 
 bool session::deliver() {
-  event ev;
+  // Built in place: an event is large (a message, a prefix, an error) and one arrives per
+  // message.
+  auto& ev = events_->emplace_back();
   auto first = partial_.frame(0);
   // A one-frame message starting with 0x01 or 0x00 is a (un)subscription to a publisher.
   if (publisher(cfg_.type) && partial_.size() == 1 && !first.empty()
@@ -76,10 +111,13 @@ bool session::deliver() {
     partial_.ends.clear();
   } else {
     ev.what = event::kind::message;
-    ev.msg = std::move(partial_);
-    partial_ = multipart{};
+    last_bytes_ = partial_.bytes.size();
+    last_frames_ = partial_.ends.size();
+    ev.msg.bytes = std::move(partial_.bytes);
+    ev.msg.ends = std::move(partial_.ends);
+    partial_.bytes.clear();
+    partial_.ends.clear();
   }
-  events_->push_back(std::move(ev));
   return true;
 }
 
