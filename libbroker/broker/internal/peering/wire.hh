@@ -151,6 +151,12 @@ public:
   /// the same failure, and the connection must close (without drop_conn).
   result next();
 
+  /// Like next(), from bytes the caller holds (the reader's own buffer stays empty): the
+  /// next frame at the start of `bytes`, `used` the bytes it took (empty frames skipped
+  /// included; 0 when it needs more). The payload points into `bytes`. After a framing
+  /// error the reader keeps the failed frame and what followed it (unread()).
+  result next(std::string_view bytes, size_t& used);
+
   /// Switches to phase-3 rules; frames still buffered are read under them.
   void enter_operation() noexcept { phase_ = phase::operation; }
 
@@ -167,6 +173,7 @@ public:
   bool at_start() const noexcept { return !started_; }
 
 private:
+  result parse(std::string_view bytes, size_t& used);
   result fail(error err);
 
   std::string buf_;
