@@ -9,8 +9,10 @@
 // belongs to one connection and is used by whoever reads that connection's socket.
 //
 // Flow on one connection (the transport drives it; `handshake` decides what to send):
-//   1. The transport feeds raw socket bytes into a `frame_reader` (handshake phase: frames of
-//      at most 64 KiB, an empty frame is an error).
+//   1. The transport feeds raw socket bytes into a `frame_reader`, or lets it take frames
+//      straight from its own read buffer (next(bytes, used): connection.cc reads into the
+//      I/O thread's buffer, net/channel.hh). Handshake phase: frames of at most 64 KiB, an
+//      empty frame is an error.
 //   2. Each complete payload goes to `decode_handshake()` (the `handshake` class does this).
 //      A decode failure carries the exact drop_conn code and text Broker would send.
 //   3. When the handshake completes, the transport calls `frame_reader::enter_operation()`.
