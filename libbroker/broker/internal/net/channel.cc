@@ -267,8 +267,8 @@ bool channel::should_hold() {
     return false;
   auto& h = *hold_;
   auto due = h.last_write + h.delay;
-  bool hold = !h.heard.load(std::memory_order_relaxed) && ctrl_.empty() && queued() < h.limit && may_hold()
-              && std::chrono::steady_clock::now() < due;
+  bool hold = !h.heard.load(std::memory_order_relaxed) && ctrl_.empty() && queued() < h.limit
+              && may_hold() && std::chrono::steady_clock::now() < due;
   if (!hold) {
     if (h.holding) {
       h.holding = false;
