@@ -43,6 +43,8 @@ size_t channel::buffer_bytes() const noexcept {
 // -- cross-thread entry points -------------------------------------------------------------
 
 void channel::schedule_write() {
+  if (through_ && write_through())
+    return;
   post([self = shared_from_this()] { self->write_more(); });
 }
 
@@ -87,6 +89,19 @@ void channel::enable_hold(std::chrono::microseconds delay, size_t limit) {
   hold_->limit = limit == 0 ? 1 : limit;
 }
 
+void channel::enable_write_through() {
+  if (!through_)
+    through_ = std::make_unique<through_state>();
+}
+
+std::unique_lock<std::recursive_mutex> channel::lock_writes() {
+  if (!through_)
+    return {};
+  std::unique_lock<std::recursive_mutex> guard{through_->mtx};
+  through_->armed.store(false, std::memory_order_relaxed);
+  return guard;
+}
+
 void channel::flush_input() {
   if (!in_)
     return;
@@ -116,6 +131,8 @@ void channel::end_input() {
 
 void channel::mark_closed() noexcept {
   closed_ = true;
+  if (through_)
+    through_->armed.store(false, std::memory_order_relaxed); // Callers close under the lock.
   if (hold_ && hold_->holding) {
     hold_->holding = false;
     hold_->timer->cancel();
@@ -242,7 +259,7 @@ void channel::wrote_data() {
   if (!hold_)
     return;
   hold_->last_write = std::chrono::steady_clock::now();
-  hold_->heard = false;
+  hold_->heard.store(false, std::memory_order_relaxed);
 }
 
 bool channel::should_hold() {
@@ -250,8 +267,8 @@ bool channel::should_hold() {
     return false;
   auto& h = *hold_;
   auto due = h.last_write + h.delay;
-  bool hold = !h.heard && ctrl_.empty() && queued() < h.limit && may_hold()
-              && std::chrono::steady_clock::now() < due;
+  bool hold = !h.heard.load(std::memory_order_relaxed) && ctrl_.empty() && queued() < h.limit
+              && may_hold() && std::chrono::steady_clock::now() < due;
   if (!hold) {
     if (h.holding) {
       h.holding = false;
@@ -274,7 +291,63 @@ bool channel::should_hold() {
   return true;
 }
 
+bool channel::would_hold() const noexcept {
+  // should_hold()'s test without the subclass's part (the strand's state): a write the
+  // strand would hold (a stream, not an exchange) is the strand's to hold.
+  if (!hold_)
+    return false;
+  auto& h = *hold_;
+  return !h.heard.load(std::memory_order_relaxed) && queued() < h.limit
+         && std::chrono::steady_clock::now() < h.last_write + h.delay;
+}
+
+bool channel::write_through() {
+  auto& t = *through_;
+  if (!t.armed.load(std::memory_order_acquire))
+    return false;
+  std::unique_lock<std::recursive_mutex> guard{t.mtx, std::try_to_lock};
+  if (!guard.owns_lock() || !t.armed.load(std::memory_order_relaxed))
+    return false; // The strand (or another routing thread) writes now; it will take ours.
+  if (!through_allowed()) {
+    t.armed.store(false, std::memory_order_relaxed);
+    return false;
+  }
+  if (would_hold())
+    return false;
+  for (;;) {
+    switch (fill_through(gather_)) {
+      case take_result::closed:
+        t.armed.store(false, std::memory_order_relaxed);
+        return false; // The strand ends the connection.
+      case take_result::idle:
+        return true;
+      case take_result::ready:
+        break;
+    }
+    t.count.store(t.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    boost::system::error_code ec;
+    if (!conn_->write_now(gather_, ec)) {
+      // The socket is full (or failed): the strand goes on from where this write stopped.
+      t.armed.store(false, std::memory_order_relaxed);
+      return false;
+    }
+    release_batch();
+    gather_.clear();
+  }
+}
+
+void channel::arm_through() {
+  // On the strand, under the write lock, the write loop drained: nothing in flight.
+  if (!closed_ && ctrl_.empty() && !conn_->secure() && may_write_through())
+    through_->armed.store(true, std::memory_order_release);
+}
+
 void channel::write_more() {
+  std::unique_lock<std::recursive_mutex> guard;
+  if (through_) {
+    guard = std::unique_lock<std::recursive_mutex>{through_->mtx};
+    through_->armed.store(false, std::memory_order_relaxed);
+  }
   while (!writing_ && !closed_) {
     if (gather_.done()) {
       bool wrote = !gather_.empty();
@@ -286,6 +359,8 @@ void channel::write_more() {
         return; // hold_timer_ (or the next read) calls us again.
       if (!fill(gather_)) {
         shrink_buffers();
+        if (through_)
+          arm_through();
         on_drained();
         return;
       }

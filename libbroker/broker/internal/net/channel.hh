@@ -1,8 +1,8 @@
 #pragma once
 
-// channel: the skeleton network connections of the node are built on: a WebSocket client
-// (web/ws_session.hh) and a ZeroMQ connection (zeromq/zmq_link.hh); a peering
-// (peering/connection.hh) keeps its own loops for now (it writes through, see there). The protocol is the subclass's; the channel owns the socket and
+// channel: the skeleton network connections of the node are built on: a peering
+// (peering/connection.hh), a WebSocket client (web/ws_session.hh) and a ZeroMQ connection
+// (zeromq/zmq_link.hh). The protocol is the subclass's; the channel owns the socket and
 // does what all of them do alike.
 //
 // Owner and threads: runs on its socket's strand. Pending operations, the owner's tables
@@ -37,6 +37,20 @@
 // burst of hold_limit messages in the queue (send_queue::wake_at), lets it go at once.
 // Once the write loop finds nothing more to send, the connection's write buffers shrink
 // back (gather pieces, the batch, the TLS copy, the control frames).
+//
+// Write-through (enable_write_through(), plain TCP only): when a message reaches an idle
+// connection that would not hold it (an exchange: the peer spoke since our last data
+// write, or a burst), the thread that routed it (an application's publish, another
+// connection's strand) writes it to the socket itself, without waking the strand: a round
+// trip wakes two threads fewer. The strand arms this only when its write loop drained,
+// nothing is in flight, no control frame waits, and the subclass agrees
+// (may_write_through()); it disarms at the start of every write loop and when closing.
+// A mutex makes the write path exclusive: the strand's write loop and closing
+// (lock_writes()) take it, a routing thread only tries it (and posts to the strand as
+// before when it cannot have it); it guards the gather buffer, the batch, the
+// coalescing's last write and the send queue's consumer side. A routing thread asks the
+// subclass once more (through_allowed(), e.g. the access rules' generation) and takes the
+// queue with fill_through(). Connections without it take no lock.
 
 #include "broker/internal/core/net_input.hh"
 #include "broker/internal/core/send_queue.hh"
@@ -48,10 +62,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace broker::internal {
@@ -66,7 +82,8 @@ public:
   channel(const channel&) = delete;
   channel& operator=(const channel&) = delete;
 
-  /// Drains the send queue on the strand (the send queue's ready callback). Any thread.
+  /// Drains the send queue on the strand (the send queue's ready callback), or writes it
+  /// on the calling thread where write-through allows. Any thread.
   void schedule_write();
 
   /// Continues routing once the sink the input waited for has room (its waker). Any thread.
@@ -85,6 +102,11 @@ public:
   /// Bytes of memory the connection holds in its own buffers right now (carry buffer,
   /// write buffers, control frames); for tests of the memory bound and the status page.
   size_t buffer_bytes() const noexcept;
+
+  /// Writes a routing thread made itself (write-through); any thread.
+  uint64_t writes_through() const noexcept {
+    return through_ ? through_->count.load(std::memory_order_relaxed) : 0;
+  }
 
 protected:
   /// `conn` is connected (TLS not yet handshaken); `g` (may be null) gates posts from
@@ -129,6 +151,23 @@ protected:
   /// control frame waits, not closing, ...). Only asked when holding is enabled.
   virtual bool may_hold() const noexcept { return true; }
 
+  /// What fill_through() found in the send queue.
+  enum class take_result : uint8_t { closed, idle, ready };
+
+  /// Write-through (enable_write_through()): on the strand, under the write lock, when the
+  /// write loop drained (plain TCP, nothing in flight, no control frame): may routing
+  /// threads write from now on? The subclass may note what its answer depends on.
+  virtual bool may_write_through() { return false; }
+
+  /// On a routing thread, under the write lock, before it writes through: does what the
+  /// strand's may_write_through() saw still hold? False disarms write-through.
+  virtual bool through_allowed() const noexcept { return true; }
+
+  /// On a routing thread, under the write lock: moves what the send queue holds into
+  /// `out` (into batch_, as fill() does); closed if the queue closed (the strand ends the
+  /// connection), idle once the queue is empty.
+  virtual take_result fill_through(gather_buffer&) { return take_result::idle; }
+
   // -- what the subclass uses -------------------------------------------------------------
 
   /// Connects the channel to the core: its handler and source id and its input. The
@@ -155,6 +194,15 @@ protected:
   /// unless `limit` messages wait. Call before attach().
   void enable_hold(std::chrono::microseconds delay, size_t limit);
 
+  /// Enables write-through (see above; plain TCP only). Call before the send queue's ready
+  /// callback can run.
+  void enable_write_through();
+
+  /// Takes the write lock (nothing to take without write-through) and disarms
+  /// write-through: no routing thread writes until the lock is released and the strand's
+  /// write loop drains again. For closing, and for writes outside the write loop.
+  std::unique_lock<std::recursive_mutex> lock_writes();
+
   /// Starts (or keeps) reading unless closed, already reading or the input is blocked.
   void read_more();
 
@@ -176,10 +224,11 @@ protected:
   /// A frame arrived from the peer: the next write goes at once (coalescing).
   void heard() noexcept {
     if (hold_)
-      hold_->heard = true;
+      hold_->heard.store(true, std::memory_order_relaxed);
   }
 
-  /// Call from fill() when the write carries data messages (coalescing).
+  /// Call from fill() (or fill_through()) when the write carries data messages
+  /// (coalescing).
   void wrote_data();
 
   /// Marks the channel closed: no more reads, writes or decodes; stops the hold timer.
@@ -218,6 +267,9 @@ private:
   void after_read();
   void lift_barrier();
   bool should_hold();
+  bool would_hold() const noexcept;
+  bool write_through();
+  void arm_through();
 
   gate* gate_;
   uint64_t id_ = 0;
@@ -232,10 +284,21 @@ private:
     size_t limit = 1;
     std::unique_ptr<boost::asio::steady_timer> timer; ///< Created on first use.
     bool holding = false; ///< A held write waits for the timer.
-    bool heard = true;    ///< A frame arrived since our last data write.
-    std::chrono::steady_clock::time_point last_write;
+    /// A frame arrived since our last data write (set by the strand, read by routing
+    /// threads that write through).
+    std::atomic<bool> heard{true};
+    std::chrono::steady_clock::time_point last_write; ///< Under the write lock.
   };
   std::unique_ptr<hold_state> hold_;
+
+  /// Write-through (enable_write_through()); only connections that write through have one.
+  struct through_state {
+    /// The write path (see above). Recursive: the write loop may close the connection.
+    std::recursive_mutex mtx;
+    std::atomic<bool> armed{false};    ///< Set by the strand under mtx; cleared under mtx.
+    std::atomic<uint64_t> count{0};    ///< Writes through; written under mtx.
+  };
+  std::unique_ptr<through_state> through_;
 };
 
 /// A channel with an output queue of `Item`s (send_item for peers, data_message for

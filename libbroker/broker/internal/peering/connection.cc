@@ -8,9 +8,6 @@
 #include "broker/internal/peering/peer_manager_impl.hh"
 #include "broker/internal/security/x509_names.hh"
 
-#include <boost/asio/buffer.hpp>
-
-#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
@@ -42,6 +39,9 @@ constexpr auto probe_quiet_max = std::chrono::seconds{1};
 /// How long a closing connection tries to deliver its last control frames (TLS).
 constexpr auto linger_timeout = std::chrono::seconds{1};
 
+/// A burst that fills a quarter of the queue (at most 64 messages) is worth a write now.
+constexpr size_t max_held = 64;
+
 constexpr std::string_view component = "peering";
 
 std::string endpoint_text(const std::string& host, uint16_t port) {
@@ -57,24 +57,26 @@ asio::ssl::context* tls_of(peer_manager_impl* mgr) {
 
 connection::connection(std::shared_ptr<peer_manager_impl> mgr, tcp::socket sock,
                        handshake::role role, std::shared_ptr<outgoing_peering> out)
-  : mgr_(std::move(mgr)),
-    conn_(std::move(sock), tls_of(mgr_.get())),
-    timer_(conn_.get_executor()),
+  : queued_channel(std::make_unique<stream>(std::move(sock), tls_of(mgr.get()))),
+    mgr_(std::move(mgr)),
+    timer_(conn_->get_executor()),
     role_(role),
     outgoing_(std::move(out)),
-    probe_timer_(conn_.get_executor()),
-    hold_timer_(conn_.get_executor()) {
+    probe_timer_(conn_->get_executor()) {
   boost::system::error_code ec;
-  auto ep = conn_.socket().remote_endpoint(ec);
+  auto ep = conn_->socket().remote_endpoint(ec);
   if (!ec) {
     address_ = ep.address().to_string();
     port_ = ep.port();
   }
+  enable_hold(mgr_->write_delay,
+              std::max<size_t>(1, std::min(max_held, mgr_->peer_capacity / 4)));
+  enable_write_through(); // Armed only over plain TCP (the channel checks).
 }
 
 void connection::start() {
-  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
-    if (!self->conn_.secure()) {
+  asio::dispatch(conn_->get_executor(), [self = self()] {
+    if (!self->conn_->secure()) {
       self->do_start();
       return;
     }
@@ -84,7 +86,7 @@ void connection::start() {
         self->fail("TLS handshake timed out", false);
     });
     bool client = self->role_ == handshake::role::dialer;
-    self->conn_.async_handshake(client, [self, client](boost::system::error_code ec) {
+    self->conn_->async_handshake(client, [self, client](boost::system::error_code ec) {
       if (self->closed_)
         return;
       if (ec) {
@@ -99,13 +101,13 @@ void connection::start() {
 }
 
 void connection::unpeer(std::string reason) {
-  asio::dispatch(conn_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+  asio::dispatch(conn_->get_executor(), [self = self(), reason = std::move(reason)] {
     self->do_unpeer(reason);
   });
 }
 
 void connection::drop_paused() {
-  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
+  asio::dispatch(conn_->get_executor(), [self = self()] {
     if (!self->hs_ || self->closed_)
       return;
     auto res = self->hs_->drop_paused();
@@ -116,30 +118,14 @@ void connection::drop_paused() {
   });
 }
 
-void connection::schedule_write() {
-  if (write_through())
-    return;
-  asio::post(conn_.get_executor(), [self = shared_from_this()] { self->write_more(); });
-}
-
-void connection::resume_input() {
-  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] {
-    self->flush_input();
-    if (!self->closed_)
-      self->read_more();
-  });
-}
-
 void connection::post_to_core(std::function<void(core_state&)> task) {
   mgr_->rt->post(std::move(task));
 }
 
 void connection::set_attachment(uint64_t id, std::shared_ptr<send_queue> out,
                                 std::unique_ptr<net_input> in) {
-  id_ = id;
-  out_ = std::move(out);
-  out_->wake_at(hold_limit());
-  in_ = std::move(in);
+  set_queue(std::move(out));
+  attach(id, std::move(in));
   if (access_)
     in_->set_gate(access_.get());
 }
@@ -160,7 +146,7 @@ void connection::do_start() {
       return mgr_->proceed(this, remote, originator);
     });
   timer_.expires_after(handshake_timeout);
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && !self->attached_ && !self->closed_)
       self->fail("handshake timed out", false);
   });
@@ -170,70 +156,46 @@ void connection::do_start() {
 
 // -- reading ------------------------------------------------------------------------------
 
-bool connection::input_blocked() const noexcept {
-  return read_paused_ || update_ || barrier_
-         || (hs_ && hs_->current_state() == handshake::state::paused);
+bool connection::hold_input() const noexcept {
+  return update_ || (hs_ && hs_->current_state() == handshake::state::paused);
 }
 
-void connection::read_more() {
-  if (closed_ || reading_ || input_blocked())
-    return;
-  reading_ = true;
-  conn_.async_read_some(asio::buffer(rbuf_),
-                        [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                          self->reading_ = false;
-                          self->on_read(ec, n);
-                        });
-}
-
-void connection::on_read(const boost::system::error_code& ec, size_t n) {
-  if (closed_)
-    return;
-  if (ec) {
-    if (closing_)
-      finish_close(peer_end::removed, close_reason_);
-    else
-      fail(ec == asio::error::eof ? closed_text() : ec.message(), false);
-    return;
-  }
-  reader_.feed(std::string_view{rbuf_.data(), n});
-  handle_frames();
-  if (holding_) {
-    // We heard from the peer: whatever waits goes out now (the peer may wait for it).
-    holding_ = false;
-    hold_timer_.cancel();
-  }
-  if (closed_)
-    return;
-  flush_input();
-  write_more();
-  read_more();
+void connection::on_read_error(const boost::system::error_code& ec) {
+  if (closing_)
+    finish_close(peer_end::removed, close_reason_);
+  else
+    fail(ec == asio::error::eof ? closed_text() : ec.message(), false);
 }
 
 std::string connection::closed_text() const {
-  bool silent = reader_.at_start() && reader_.buffered() == 0;
-  return closed_failure(!attached_ && role_ == handshake::role::dialer && !conn_.secure()
+  bool silent = reader_.at_start() && rx_.empty();
+  return closed_failure(!attached_ && role_ == handshake::role::dialer && !conn_->secure()
                         && silent);
 }
 
-void connection::handle_frames() {
-  // A routing update is a barrier: the frames behind it wait until the core applied it.
-  while (!update_ && !barrier_) {
-    auto res = reader_.next();
+size_t connection::decode(char* data, size_t size) {
+  // A routing update (or the attach) is a barrier: the frames behind it wait until the
+  // core applied it; they stay in the channel's carry buffer meanwhile.
+  std::string_view bytes{data, size};
+  size_t pos = 0;
+  while (!update_ && !barrier_ && !closed_) {
+    size_t used = 0;
+    auto res = reader_.next(bytes.substr(pos), used);
     if (res.kind == wire::frame_reader::status::need_more)
-      return;
+      return pos + used; // Skipped empty frames are used too.
     if (res.kind == wire::frame_reader::status::failed) {
-      fail(framing_failure(reader_, res.err, conn_.secure()), false);
-      return;
+      fail(framing_failure(reader_, res.err, conn_->secure()), false);
+      return size;
     }
+    pos += used;
     if (attached_) {
       handle_node_frame(res.payload);
       send_probe(); // After what the peer's first frame asked for (e.g. its pong).
-    } else if (!handle_handshake_frame(res.payload))
-      return;
-    if (closed_)
-      return;
+    } else if (!handle_handshake_frame(res.payload)) {
+      break;
+    }
   }
+  return closed_ ? size : pos;
 }
 
 bool connection::handle_handshake_frame(std::string_view payload) {
@@ -273,15 +235,15 @@ bool connection::handle_handshake_frame(std::string_view payload) {
       remote_filter_ = checked_filter(remote_filter_);
       reader_.enter_operation();
       timer_.cancel();
-      if (!mgr_->attach(shared_from_this())) {
+      if (!mgr_->attach(self())) {
         fail("attach refused (shutting down)", false);
         return false;
       }
       attached_ = true;
       // Like a routing update, the attach is a barrier: what the peer sends next is routed
       // once the core has the peer's handler, so that an answer to it reaches the peer
-      // (the core calls after_update() back).
-      barrier_ = true;
+      // (the core calls core_caught_up() back).
+      raise_barrier();
       // Ask whether the peer speaks origin-v1 before any data goes out (wire.hh), but not
       // before the peer had its say: after its first frame, or a quiet spell.
       probing_ = true;
@@ -290,7 +252,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
         probe_timer_.expires_after(std::clamp<std::chrono::steady_clock::duration>(
           took, probe_quiet_min, probe_quiet_max));
       }
-      probe_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      probe_timer_.async_wait([self = self()](boost::system::error_code ec) {
         if (ec || self->closed_)
           return;
         self->send_probe();
@@ -302,7 +264,7 @@ bool connection::handle_handshake_frame(std::string_view payload) {
 }
 
 void connection::handle_node_frame(std::string_view payload) {
-  heard_ = true;
+  heard();
   ++frames_in_;
   auto msg = wire::decode_node_message(payload);
   if (!msg) {
@@ -421,7 +383,7 @@ void connection::handle_routing_update(std::string_view payload) {
     return;
   }
   // Applied exactly where it stands: after the messages before it are routed, and before
-  // any message behind it is (handle_frames() stops here; flush_input() posts it). A peer
+  // any message behind it is (decode() stops here; on_routed() posts it). A peer
   // that subscribes and then says "ready" must receive the answer to its "ready".
   update_ = std::move(*filter);
 }
@@ -455,7 +417,7 @@ void connection::arm_probe_timer(int lively_windows) {
   // starts the count again.
   auto frames_before = frames_in_;
   probe_timer_.expires_after(ext_probe_timeout);
-  probe_timer_.async_wait([self = shared_from_this(), frames_before,
+  probe_timer_.async_wait([self = self(), frames_before,
                            lively_windows](boost::system::error_code ec) {
     if (ec || self->closed_ || !self->probing_)
       return;
@@ -485,27 +447,15 @@ void connection::learn_extension(bool supported, std::string_view how) {
   write_more(); // Data waited for this.
 }
 
-void connection::flush_input() {
-  if (!in_)
-    return;
-  // The waker holds the connection: a parked connection lives until it routed its input.
-  auto self = shared_from_this();
-  if (!in_->flush([self] { self->resume_input(); })) {
-    read_paused_ = true; // Back-pressure: TCP carries it to the peer.
-    check_access();
-    return;
-  }
-  read_paused_ = false;
-  if (detach_) {
-    detach_when_routed();
-    return;
-  }
+void connection::on_routed() {
+  // Everything decoded is routed (and no end is pending).
   check_access();
   if (update_ && !closed_) {
     // Everything before the update is routed: hand it to the core, and continue with the
     // frames behind it once the core has published it.
-    barrier_ = true;
-    post_to_core([self, id = id_, f = checked_filter(*update_)](core_state& st) mutable {
+    raise_barrier();
+    post_to_core([self = self(), id = id(), f = checked_filter(*update_)](
+                   core_state& st) mutable {
       st.update_peer_filter(id, std::move(f));
       st.commit();
       self->core_caught_up();
@@ -514,35 +464,19 @@ void connection::flush_input() {
   }
 }
 
-void connection::core_caught_up() {
-  asio::dispatch(conn_.get_executor(), [self = shared_from_this()] { self->after_update(); });
-}
-
-void connection::after_update() {
-  barrier_ = false;
-  if (closed_)
-    return;
-  handle_frames();
-  if (closed_)
-    return;
-  flush_input();
-  write_more();
-  read_more();
-}
-
 // -- access control -----------------------------------------------------------------------
 
 bool connection::admit() {
   if (!mgr_->access)
     return true;
-  auto res = mgr_->access->admit(security::tls_credential(conn_.native_tls()), address_, port_);
+  auto res = mgr_->access->admit(security::tls_credential(conn_->native_tls()), address_, port_);
   if (res.admitted) {
     access_ = std::make_unique<security::connection_access>(mgr_->access,
                                                             std::move(*res.admitted));
-    std::weak_ptr<connection> weak = shared_from_this();
+    std::weak_ptr<connection> weak = self();
     access_->watch_reloads([weak] {
       if (auto self = weak.lock())
-        asio::post(self->conn_.get_executor(), [self] { self->check_access(); });
+        asio::post(self->conn_->get_executor(), [self] { self->check_access(); });
     });
     return true;
   }
@@ -592,7 +526,7 @@ void connection::check_access() {
     return;
   tell_access(res.sub.notices);
   if (attached_)
-    post_to_core([id = id_, f = security::connection_access::to_filter(res.sub.granted)](
+    post_to_core([id = id(), f = security::connection_access::to_filter(res.sub.granted)](
                    core_state& st) mutable {
       st.update_peer_filter(id, std::move(f));
       st.commit();
@@ -608,7 +542,7 @@ void connection::send_raw(std::string bytes) {
   write_more();
 }
 
-void connection::append_data(const send_item& item, bool check) {
+void connection::append_data(gather_buffer& out, const send_item& item, bool check) {
   if (check && access_ && !access_->may_receive(item.msg.topic()))
     return; // Under a filtered subscription; counted as a refused delivery.
   const auto& bytes = item.msg.impl().binary(); // Encoded once, shared by all peers.
@@ -635,44 +569,16 @@ void connection::append_data(const send_item& item, bool check) {
     log(log_level::warning, component, "cannot send message: " + err.message());
     return;
   }
-  gather_.copy(head);
-  gather_.share(bytes);
+  out.copy(head);
+  out.share(bytes);
 }
 
-bool connection::should_hold() {
-  auto delay = mgr_->write_delay;
-  auto due = last_write_ + delay;
-  bool hold = delay.count() > 0 && !heard_ && ctrl_.empty() && attached_ && !closing_
-              && !probing_ && out_ && out_->size() < hold_limit()
-              && std::chrono::steady_clock::now() < due;
-  if (!hold) {
-    if (holding_) {
-      holding_ = false;
-      hold_timer_.cancel();
-    }
-    return false;
-  }
-  if (holding_)
-    return true;
-  holding_ = true;
-  hold_timer_.expires_at(due);
-  hold_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (ec || !self->holding_)
-      return; // Cancelled: on_read() already let the writes go.
-    self->holding_ = false;
-    self->write_more();
-  });
-  return true;
+bool connection::may_hold() const noexcept {
+  return attached_ && !closing_ && !probing_;
 }
 
-size_t connection::hold_limit() const noexcept {
-  // A burst that fills a quarter of the queue (at most 64 messages) is worth a write now.
-  constexpr size_t max_held = 64;
-  return std::max<size_t>(1, std::min(max_held, mgr_->peer_capacity / 4));
-}
-
-bool connection::fill_batch() {
-  gather_.copy(ctrl_);
+bool connection::fill(gather_buffer& out) {
+  out.copy(ctrl_);
   ctrl_.clear();
   if (out_ && attached_ && !closing_ && probing_ && out_->overflowed()) {
     // Data waits for the probe's answer, but a queue that overflowed under `disconnect`
@@ -681,14 +587,14 @@ bool connection::fill_batch() {
     return false;
   }
   if (out_ && attached_ && !closing_ && !probing_
-      && take_into_gather(true) == take_result::closed) {
+      && take_into_gather(out, true) == take_result::closed) {
     finish_close(peer_end::removed, "send buffer overflow");
     return false;
   }
-  return !gather_.empty();
+  return !out.empty();
 }
 
-connection::take_result connection::take_into_gather(bool check_access) {
+connection::take_result connection::take_into_gather(gather_buffer& out, bool check_access) {
   for (;;) {
     std::optional<filter_type> announcement;
     if (!out_->take(batch_, announcement))
@@ -698,16 +604,14 @@ connection::take_result connection::take_into_gather(bool check_access) {
     if (announcement) {
       std::string frame;
       wire::append_routing_update(frame, mgr_->own, remote_, *announcement);
-      gather_.copy(frame);
+      out.copy(frame);
     }
-    auto before = gather_.size();
+    auto before = out.size();
     for (auto& item : batch_)
-      append_data(item, check_access);
-    if (gather_.size() > before) {
-      last_write_ = std::chrono::steady_clock::now();
-      heard_.store(false, std::memory_order_relaxed);
-    }
-    if (!gather_.empty())
+      append_data(out, item, check_access);
+    if (out.size() > before)
+      wrote_data();
+    if (!out.empty())
       return take_result::ready;
     // Every message was dropped (refused by a filtered subscription, or unencodable):
     // take again, so that the queue sees an empty take and counts us idle. Otherwise its
@@ -716,127 +620,47 @@ connection::take_result connection::take_into_gather(bool check_access) {
   }
 }
 
-bool connection::write_through() {
-  if (!direct_ok_.load(std::memory_order_acquire))
+bool connection::may_write_through() {
+  // On the strand, under the write lock (the channel checked: plain TCP, open, nothing in
+  // flight, no control frame waiting).
+  if (!attached_ || closing_ || probing_ || close_after_write_ || !out_
+      || (access_ && !access_->delivers_unchecked()))
     return false;
-  std::unique_lock<std::recursive_mutex> guard{wmtx_, std::try_to_lock};
-  if (!guard.owns_lock() || !direct_ok_.load(std::memory_order_relaxed))
-    return false; // The strand (or another routing thread) writes now; it will take ours.
-  if (access_ && mgr_->access->policy().generation() != through_generation_) {
-    // Rules reloaded since the strand armed this: it applies them first.
-    direct_ok_.store(false, std::memory_order_relaxed);
-    return false;
-  }
-  // A write the strand would hold (should_hold(): a stream, not an exchange) is its to hold.
-  auto delay = mgr_->write_delay;
-  if (delay.count() > 0 && !heard_.load(std::memory_order_relaxed)
-      && out_->size() < hold_limit() && std::chrono::steady_clock::now() < last_write_ + delay)
-    return false;
-  for (;;) {
-    // Armed only while no delivery needs an access check: none here.
-    switch (take_into_gather(false)) {
-      case take_result::closed:
-        direct_ok_.store(false, std::memory_order_relaxed);
-        return false; // The strand closes the connection.
-      case take_result::idle:
-        return true;
-      case take_result::ready:
-        break;
-    }
-    writes_through_.store(writes_through_.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
-    boost::system::error_code ec;
-    if (!conn_.write_now(gather_, ec)) {
-      // The socket is full (or failed): the strand goes on from where this write stopped.
-      direct_ok_.store(false, std::memory_order_relaxed);
-      return false;
-    }
-    batch_.clear();
-    gather_.clear();
-  }
+  if (access_)
+    through_generation_ = access_->checks().generation();
+  return true;
 }
 
-void connection::arm_write_through() {
-  // On the strand, under wmtx_, with nothing in flight and no control frame waiting.
-  if (attached_ && !closing_ && !closed_ && !probing_ && !close_after_write_ && out_
-      && ctrl_.empty() && !conn_.secure() && (!access_ || access_->delivers_unchecked())) {
-    if (access_)
-      through_generation_ = access_->checks().generation();
-    direct_ok_.store(true, std::memory_order_release);
-  }
+bool connection::through_allowed() const noexcept {
+  // Rules reloaded since the strand armed write-through: it applies them first.
+  return !access_ || mgr_->access->policy().generation() == through_generation_;
+}
+
+connection::take_result connection::fill_through(gather_buffer& out) {
+  // Armed only while no delivery needs an access check: none here.
+  return take_into_gather(out, false);
 }
 
 void connection::disarm_if_checked() {
   if (!access_ || access_->delivers_unchecked())
     return;
-  std::lock_guard<std::recursive_mutex> guard{wmtx_}; // After a write-through in progress.
-  direct_ok_.store(false, std::memory_order_relaxed);
+  lock_writes(); // After a write-through in progress; disarms.
 }
 
-void connection::write_more() {
-  std::lock_guard<std::recursive_mutex> guard{wmtx_};
-  direct_ok_.store(false, std::memory_order_relaxed);
-  while (!writing_ && !closed_) {
-    if (gather_.done()) {
-      batch_.clear();
-      gather_.clear();
-      if (should_hold())
-        return; // hold_timer_ (or the next read) calls us again.
-      if (!fill_batch()) {
-        if (!closed_ && close_after_write_)
-          fail(close_reason_, false);
-        else if (!closed_) {
-          arm_write_through();
-          read_more(); // Reading may have waited for pongs to drain.
-        }
-        return;
-      }
-    }
-    if (conn_.secure()) {
-      gather_.linearize(tls_buf_);
-      writing_ = true;
-      conn_.async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code ec,
-                                                                  size_t) {
-        self->writing_ = false;
-        if (self->closed_) {
-          self->conn_.close();
-          return;
-        }
-        if (ec) {
-          self->fail("write failed: " + ec.message(), false);
-          return;
-        }
-        self->gather_.consume(self->gather_.size());
-        self->write_more();
-      });
-      return;
-    }
-    boost::system::error_code ec;
-    if (conn_.write_now(gather_, ec))
-      continue;
-    if (ec) {
-      fail("write failed: " + ec.message(), false);
-      return;
-    }
-    writing_ = true;
-    conn_.async_wait_writable([self = shared_from_this()](boost::system::error_code ec) {
-      self->writing_ = false;
-      if (self->closed_)
-        return;
-      if (ec) {
-        self->fail("write failed: " + ec.message(), false);
-        return;
-      }
-      self->write_more();
-    });
-    return;
-  }
+void connection::on_write_error(const boost::system::error_code& ec) {
+  fail("write failed: " + ec.message(), false);
+}
+
+void connection::on_drained() {
+  if (close_after_write_)
+    fail(close_reason_, false);
+  else
+    read_more(); // Reading may have waited for pongs to drain.
 }
 
 void connection::take_pending_data() {
   // Called when unpeering: what the core already queued goes out before BYE.
-  std::lock_guard<std::recursive_mutex> guard{wmtx_};
-  direct_ok_.store(false, std::memory_order_relaxed);
+  auto guard = lock_writes();
   if (!out_)
     return;
   std::optional<filter_type> announcement;
@@ -891,7 +715,7 @@ void connection::do_unpeer(const std::string& reason) {
   wire::append_ping(ctrl_, mgr_->own, remote_, bye_token_);
   write_more();
   timer_.expires_after(bye_timeout);
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (!ec && !self->closed_)
       self->finish_close(peer_end::removed, "timeout during graceful disconnect");
   });
@@ -919,13 +743,10 @@ void connection::fail(const std::string& reason, bool handshake_error) {
 void connection::finish_close(peer_end why, const std::string& reason, bool limit) {
   if (closed_)
     return;
-  std::unique_lock<std::recursive_mutex> write_guard{wmtx_}; // No write-through from here on.
-  direct_ok_.store(false, std::memory_order_relaxed);
-  closed_ = true;
+  auto write_guard = lock_writes(); // No write-through from here on.
+  mark_closed();
   timer_.cancel();
   probe_timer_.cancel();
-  hold_timer_.cancel();
-  holding_ = false;
   if (out_)
     out_->on_ready(nullptr);
   // Let pending control bytes (e.g. a drop_conn) reach the peer before the FIN, within a
@@ -934,26 +755,25 @@ void connection::finish_close(peer_end why, const std::string& reason, bool limi
     gather_.clear();
     gather_.copy(ctrl_);
     ctrl_.clear();
-    if (conn_.secure()) {
+    if (conn_->secure()) {
       gather_.linearize(tls_buf_);
       writing_ = true;
       timer_.expires_after(linger_timeout);
-      timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      timer_.async_wait([self = self()](boost::system::error_code ec) {
         if (!ec)
-          self->conn_.close();
+          self->conn_->close();
       });
-      conn_.async_write_all(tls_buf_, [self = shared_from_this()](boost::system::error_code,
-                                                                  size_t) {
+      conn_->async_write_all(tls_buf_, [self = self()](boost::system::error_code, size_t) {
         self->timer_.cancel();
-        self->conn_.close();
+        self->conn_->close();
       });
     } else {
       boost::system::error_code ignored;
-      conn_.write_now(gather_, ignored);
-      conn_.close();
+      conn_->write_now(gather_, ignored);
+      conn_->close();
     }
   } else {
-    conn_.close();
+    conn_->close();
   }
   write_guard.unlock();
   if (attached_) {
@@ -963,19 +783,19 @@ void connection::finish_close(peer_end why, const std::string& reason, bool limi
     // The core learns of the end after the last message we decoded was routed.
     detach_.emplace(why, reason);
     detach_limit_ = limit;
-    flush_input(); // Routes what is left (or parks), then detaches.
+    end_input(); // Routes what is left (or parks), then detach().
   }
   mgr_->detached(this, remote_, attached_);
   if (outgoing_)
     on_outgoing_closed();
 }
 
-void connection::detach_when_routed() {
+void connection::detach() {
   if (!detach_)
     return;
   auto [why, reason] = std::move(*detach_);
   detach_.reset();
-  post_to_core([id = id_, why = why, reason = std::move(reason),
+  post_to_core([id = id(), why = why, reason = std::move(reason),
                 limit = detach_limit_](core_state& st) mutable {
     if (limit)
       st.count_limit_disconnect(handler_kind::peer);

@@ -83,7 +83,7 @@ handshake::decision peer_manager_impl::proceed(connection* conn, const endpoint_
     return handshake::decision::redundant;
   if (in_flight.count(remote) != 0 && in_flight[remote] != conn) {
     // Our other handshake decides; this one waits and is dropped with code 39 afterwards.
-    paused[remote].push_back(conn->weak_from_this());
+    paused[remote].push_back(std::static_pointer_cast<connection>(conn->shared_from_this()));
     return handshake::decision::pause;
   }
   return handshake::decision::no_pending_handshake;

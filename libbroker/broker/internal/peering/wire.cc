@@ -371,17 +371,36 @@ void frame_reader::feed(std::string_view bytes) {
 }
 
 frame_reader::result frame_reader::next() {
+  size_t used = 0;
+  auto res = parse(std::string_view{buf_}.substr(pos_), used);
+  pos_ += used; // A failure leaves the failed frame unread.
+  return res;
+}
+
+frame_reader::result frame_reader::next(std::string_view bytes, size_t& used) {
+  used = 0;
+  bool first_failure = !failure_;
+  auto res = parse(bytes, used);
+  if (res.kind == status::failed && first_failure) {
+    buf_.assign(bytes.substr(used)); // For unread(): the diagnosis looks at these bytes.
+    pos_ = 0;
+  }
+  return res;
+}
+
+frame_reader::result frame_reader::parse(std::string_view bytes, size_t& used) {
   if (failure_)
     return {status::failed, {}, failure_};
   for (;;) {
-    if (buffered() < length_prefix_size)
+    auto rest = bytes.size() - used;
+    if (rest < length_prefix_size)
       return {};
-    auto len = static_cast<uint32_t>(get_be(buf_.data() + pos_, length_prefix_size));
+    auto len = static_cast<uint32_t>(get_be(bytes.data() + used, length_prefix_size));
     auto handshake = phase_ == phase::handshake;
     if (len == 0) {
       if (handshake)
         return fail(error{ec::invalid_message, "empty frame during the handshake"});
-      pos_ += length_prefix_size; // doc/protocol/peering.md §1: operation skips empty frames
+      used += length_prefix_size; // doc/protocol/peering.md §1: operation skips empty frames
       continue;
     }
     auto limit = handshake ? max_handshake_frame_size : max_frame_size_;
@@ -389,10 +408,10 @@ frame_reader::result frame_reader::next() {
       return fail(error{ec::invalid_message, "frame of " + std::to_string(len)
                                                + " bytes exceeds the limit of "
                                                + std::to_string(limit)});
-    if (buffered() - length_prefix_size < len)
+    if (rest - length_prefix_size < len)
       return {};
-    auto payload = std::string_view{buf_}.substr(pos_ + length_prefix_size, len);
-    pos_ += length_prefix_size + len;
+    auto payload = bytes.substr(used + length_prefix_size, len);
+    used += length_prefix_size + len;
     started_ = true;
     return {status::frame, payload, {}};
   }

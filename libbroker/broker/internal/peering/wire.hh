@@ -9,8 +9,10 @@
 // belongs to one connection and is used by whoever reads that connection's socket.
 //
 // Flow on one connection (the transport drives it; `handshake` decides what to send):
-//   1. The transport feeds raw socket bytes into a `frame_reader` (handshake phase: frames of
-//      at most 64 KiB, an empty frame is an error).
+//   1. The transport feeds raw socket bytes into a `frame_reader`, or lets it take frames
+//      straight from its own read buffer (next(bytes, used): connection.cc reads into the
+//      I/O thread's buffer, net/channel.hh). Handshake phase: frames of at most 64 KiB, an
+//      empty frame is an error.
 //   2. Each complete payload goes to `decode_handshake()` (the `handshake` class does this).
 //      A decode failure carries the exact drop_conn code and text Broker would send.
 //   3. When the handshake completes, the transport calls `frame_reader::enter_operation()`.
@@ -151,6 +153,12 @@ public:
   /// the same failure, and the connection must close (without drop_conn).
   result next();
 
+  /// Like next(), from bytes the caller holds (the reader's own buffer stays empty): the
+  /// next frame at the start of `bytes`, `used` the bytes it took (empty frames skipped
+  /// included; 0 when it needs more). The payload points into `bytes`. After a framing
+  /// error the reader keeps the failed frame and what followed it (unread()).
+  result next(std::string_view bytes, size_t& used);
+
   /// Switches to phase-3 rules; frames still buffered are read under them.
   void enter_operation() noexcept { phase_ = phase::operation; }
 
@@ -167,6 +175,7 @@ public:
   bool at_start() const noexcept { return !started_; }
 
 private:
+  result parse(std::string_view bytes, size_t& used);
   result fail(error err);
 
   std::string buf_;

@@ -775,6 +775,75 @@ TEST_CASE("randomly chunked feeding reassembles every frame", "[wire]") {
   CHECK(reader.buffered() == 0);
 }
 
+TEST_CASE("frames taken from the caller's bytes match the fed frames, chunk by chunk",
+          "[wire]") {
+  // What connection.cc does: the bytes stay in the caller's buffer; a partial frame is
+  // offered again, with more bytes behind it.
+  std::mt19937 rng{815};
+  std::vector<std::string> sent;
+  std::string stream;
+  for (int i = 0; i < 300; ++i) {
+    auto len = std::uniform_int_distribution<size_t>{1, 2000}(rng);
+    std::string payload(len, static_cast<char>('a' + i % 26));
+    wire::append_frame_header(stream, static_cast<uint32_t>(len));
+    stream += payload;
+    sent.push_back(std::move(payload));
+    if (i % 7 == 0)
+      wire::append_frame_header(stream, 0); // Skipped in phase 3.
+  }
+  wire::frame_reader reader;
+  reader.enter_operation();
+  std::vector<std::string> received;
+  size_t start = 0; // Where the caller's unused bytes begin.
+  for (size_t end = 0; end < stream.size();) {
+    end = std::min(stream.size(), end + std::uniform_int_distribution<size_t>{1, 5000}(rng));
+    auto bytes = std::string_view{stream}.substr(start, end - start);
+    size_t pos = 0;
+    for (;;) {
+      size_t used = 0;
+      auto res = reader.next(bytes.substr(pos), used);
+      pos += used;
+      if (res.kind != wire::frame_reader::status::frame)
+        break;
+      received.emplace_back(res.payload);
+    }
+    start += pos;
+  }
+  CHECK(received == sent);
+  CHECK(start == stream.size());
+  CHECK(reader.buffered() == 0); // Nothing was copied into the reader.
+}
+
+TEST_CASE("a framing failure in the caller's bytes keeps them for the diagnosis", "[wire]") {
+  wire::frame_reader reader;
+  // A handshake frame, then an empty one (an error during the handshake) and more bytes.
+  auto bytes = from_hex("000000010c 00000000 414243");
+  size_t used = 0;
+  auto first = reader.next(bytes, used);
+  REQUIRE(first.kind == wire::frame_reader::status::frame);
+  CHECK(used == 5);
+  auto rest = std::string_view{bytes}.substr(used);
+  auto second = reader.next(rest, used);
+  REQUIRE(second.kind == wire::frame_reader::status::failed);
+  CHECK(used == 0);
+  CHECK(reader.unread() == rest);
+  // Sticky, and the kept bytes stay those of the first failure.
+  auto third = reader.next(std::string_view{"xyz"}, used);
+  CHECK(third.kind == wire::frame_reader::status::failed);
+  CHECK(reader.unread() == rest);
+  // A TLS ClientHello where the first handshake frame should be: too large, named.
+  wire::frame_reader tls_reader;
+  auto hello = from_hex("16030100f8010000f40303");
+  auto res = tls_reader.next(hello, used);
+  REQUIRE(res.kind == wire::frame_reader::status::failed);
+  CHECK(wire::recognize_foreign(tls_reader.unread()) == wire::foreign_protocol::tls);
+  // A truncated length prefix needs more and uses nothing.
+  wire::frame_reader short_reader;
+  CHECK(short_reader.next(std::string_view{"\0\0", 2}, used).kind
+        == wire::frame_reader::status::need_more);
+  CHECK(used == 0);
+}
+
 TEST_CASE("frames following the last handshake frame in one chunk reach phase 3", "[wire]") {
   wire::frame_reader reader;
   std::string chunk = from_hex("000000010c 00000000");
