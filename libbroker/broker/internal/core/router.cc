@@ -107,8 +107,12 @@ route_status router::route(const route_source& src, const data_message* xs, size
           k = room; // This much goes now; the rest waits at the next turn.
           continue;
         }
-        if (waker && h->request_room(1, waker))
-          continue; // The consumer made room meanwhile.
+        if (waker && h->request_room(1, waker)) {
+          // The consumer made room meanwhile, but perhaps for fewer than k: only what
+          // fits goes now (pushing all k would overflow the peer and cut it off).
+          k = std::min(k, std::max<size_t>(1, h->room()));
+          continue;
+        }
         wait = true;
         break;
       }

@@ -9,6 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <vector>
 
 using namespace broker;
@@ -225,6 +228,56 @@ TEST_CASE("store commands wait for room in a peer instead of overflowing it", "[
 }
 
 // -- several threads ---------------------------------------------------------------------
+
+TEST_CASE("store commands never overflow a small peer while its consumer takes at once",
+          "[router]") {
+  // The consumer (a peering's strand, or a thread writing through) may take between the
+  // router's look at the room and its registration as a waiter: then only what fits may
+  // go, not the whole batch (which would overflow the queue and cut the peering off).
+  constexpr int total = 20000;
+  node n;
+  auto a = n.add_peer(peer_a, endpoint_id::random(), {"/s"}, 4);
+  std::vector<int> got;
+  {
+    bounded_thread consumer{"consumer", [&] {
+                              send_batch batch;
+                              std::optional<filter_type> ann;
+                              while (got.size() < static_cast<size_t>(total) && !a->closed()) {
+                                batch.clear();
+                                a->take(batch, ann);
+                                for (auto& x : values(batch))
+                                  got.push_back(x);
+                                std::this_thread::yield();
+                              }
+                            }};
+    std::vector<data_message> xs;
+    for (int i = 0; i < total; ++i)
+      xs.push_back(data_message{new message_impl("/s", data{i}, message_kind::command)});
+    size_t pos = 0;
+    std::atomic<int> woken{0};
+    while (pos < xs.size() && !a->closed()) {
+      auto end = std::min(xs.size(), pos + 8);
+      std::vector<data_message> batch(xs.begin() + pos, xs.begin() + end);
+      size_t at = 0;
+      int seen = woken.load();
+      auto res = n.routing->route({5, source_kind::store}, batch.data(), batch.size(), at,
+                                  [&] { ++woken; });
+      pos += at;
+      if (res == route_status::parked)
+        while (woken.load() == seen && !a->closed())
+          std::this_thread::yield();
+    }
+  }
+  CHECK_FALSE(a->closed());
+  CHECK_FALSE(a->overflowed());
+  CHECK(n.overflowed.empty());
+  REQUIRE(got.size() == static_cast<size_t>(total));
+  int out_of_order = 0;
+  for (int i = 0; i < total; ++i)
+    out_of_order += got[static_cast<size_t>(i)] != i;
+  CHECK(out_of_order == 0);
+}
+
 
 TEST_CASE("sequence numbers on a link rise strictly while four threads publish at once",
           "[router]") {
