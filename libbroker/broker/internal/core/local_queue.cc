@@ -99,6 +99,12 @@ void local_queue::close() noexcept {
 }
 
 size_t local_queue::pop(std::vector<data_message>& out, size_t max) {
+  // Nothing queued: no exclusive section and no read() of a descriptor that cannot be
+  // readable for anything but a race wait() resolves (a node polls its event subscriber
+  // before every wait, so this saved a failing system call per round trip). A producer
+  // waiting for room registered while the queue was full: the pop that emptied it woke it.
+  if (items_.size() == 0)
+    return 0;
   size_t left = 0;
   auto n = items_.pop(out, max, [this, &left](size_t have) {
     left = have;

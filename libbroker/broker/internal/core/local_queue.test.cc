@@ -89,6 +89,27 @@ TEST_CASE("the eventfd is readable exactly while the queue is not empty", "[loca
   CHECK_FALSE(readable(q));
 }
 
+TEST_CASE("popping an empty queue changes nothing, and the next burst is seen",
+          "[local_queue]") {
+  // pop() of an empty queue returns before touching the descriptor (a node polls its
+  // event subscriber before every wait); the readiness must stay right around it.
+  local_queue q{8, overflow_policy::block};
+  CHECK(pop(q, 4).empty());
+  CHECK_FALSE(readable(q));
+  push(q, 0, 1);
+  CHECK(pop(q, 4) == range(0, 1));
+  CHECK(pop(q, 4).empty());
+  CHECK_FALSE(readable(q));
+  CHECK_FALSE(q.wait(0ms));
+  push(q, 2, 2);
+  CHECK(readable(q));
+  CHECK(q.wait(0ms));
+  CHECK(pop(q, 4) == range(2, 2));
+  q.close();
+  CHECK(pop(q, 4).empty());
+  CHECK(readable(q)); // Closed: readable for good, so consumers see the end.
+}
+
 TEST_CASE("the eventfd is written once per burst, not once per push", "[local_queue]") {
   local_queue q{8, overflow_policy::block};
   push(q, 0, 0);
