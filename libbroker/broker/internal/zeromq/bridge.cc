@@ -3,6 +3,7 @@
 #include "broker/internal/codec/bin.hh"
 #include "broker/internal/core/client_handler.hh"
 #include "broker/internal/core/core.hh"
+#include "broker/internal/zeromq/server.hh"
 
 #include <boost/asio/post.hpp>
 
@@ -289,6 +290,17 @@ void bridge::sync_subscriptions() {
     if (passed_.count(p) == 0)
       in_fwd_->subscription(this, true, p);
   passed_ = std::move(want);
+}
+
+void bridge::report(server_counters& c) const {
+  auto ld = [](const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); };
+  c.bridged_to_core = ld(stats_.to_core);
+  c.bridged_from_core = ld(stats_.from_core);
+  c.not_bridged = ld(stats_.not_bridged);
+  c.bridge_dropped = ld(stats_.dropped);
+  c.own_events = ld(stats_.own_events);
+  c.to_node = ld(stats_.to_node);
+  c.hellos_sent = ld(stats_.hellos_sent);
 }
 
 } // namespace broker::internal::zeromq

@@ -60,6 +60,8 @@
 
 namespace broker::internal::zeromq {
 
+struct server_counters;
+
 /// The bridge's counters (any thread).
 struct bridge_counters {
   std::atomic<uint64_t> to_core{0};       ///< ZeroMQ events routed into the node
@@ -98,6 +100,9 @@ public:
   void tap(const shared_event& ev);
 
   const bridge_counters& counters() const noexcept { return stats_; }
+
+  /// Copies the counters into the server's (or node client's) totals. Any thread.
+  void report(server_counters& c) const;
 
   // -- link (the bridge as a forwarder subscriber and publisher) -------------------------------
   void deliver(const shared_event&) override {} // Events arrive through tap().

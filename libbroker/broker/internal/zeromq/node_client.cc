@@ -153,17 +153,8 @@ public:
       c.reconnects += st.connects > 0 ? st.connects - 1 : 0;
       c.connect_failures += st.connect_failures;
     }
-    if (bridge_) {
-      auto ld = [](const std::atomic<uint64_t>& x) { return x.load(std::memory_order_relaxed); };
-      auto& b = bridge_->counters();
-      c.bridged_to_core = ld(b.to_core);
-      c.bridged_from_core = ld(b.from_core);
-      c.not_bridged = ld(b.not_bridged);
-      c.bridge_dropped = ld(b.dropped);
-      c.own_events = ld(b.own_events);
-      c.to_node = ld(b.to_node);
-      c.hellos_sent = ld(b.hellos_sent);
-    }
+    if (bridge_)
+      bridge_->report(c);
     return c;
   }
 

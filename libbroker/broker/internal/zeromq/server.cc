@@ -137,14 +137,8 @@ public:
     c.dropped = dropped_closed_;
     for (auto& [ptr, l] : live_)
       c.dropped += l->stats().dropped.load(std::memory_order_relaxed);
-    if (bridge_) {
-      auto& b = bridge_->counters();
-      c.bridged_to_core = ld(b.to_core);
-      c.bridged_from_core = ld(b.from_core);
-      c.not_bridged = ld(b.not_bridged);
-      c.bridge_dropped = ld(b.dropped);
-      c.own_events = ld(b.own_events);
-    }
+    if (bridge_)
+      bridge_->report(c);
     return c;
   }
 
