@@ -135,11 +135,7 @@ private:
     out.enforcing = rules->enforcing();
     out.identities = rules->identity_count();
     out.rules = rules->configured_rules();
-    for (auto& row : sec.audit().rows())
-      out.rows.push_back(access_row{row.identity, row.rule, row.refused_publishes,
-                                    row.refused_subscriptions, row.refused_deliveries,
-                                    row.authentication_failures,
-                                    row.authentication_throttled});
+    out.rows = sec.audit().rows();
   }
 
   std::weak_ptr<endpoint_context> ctx_;

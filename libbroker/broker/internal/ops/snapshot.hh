@@ -18,6 +18,7 @@
 
 #include "broker/endpoint_id.hh"
 #include "broker/internal/ops/core_status.hh"
+#include "broker/internal/security/audit.hh"
 
 #include <chrono>
 #include <cstdint>
@@ -127,20 +128,8 @@ struct zeromq_report {
   std::vector<zeromq_link_report> links;
 };
 
-/// One row of the access-control audit (security/audit.hh), copied for the views.
-struct access_row {
-  /// The identity; empty for built-in rules and for failed authentications.
-  std::string identity;
-  /// The rule (`deny publish "/zeek/control/"`, `default subscribe`, ...); empty for an
-  /// identity's totals; the mechanism (`token`, `certificate`, `curve-key`) for failed
-  /// authentications.
-  std::string rule;
-  uint64_t refused_publishes = 0;
-  uint64_t refused_subscriptions = 0;
-  uint64_t refused_deliveries = 0;
-  uint64_t authentication_failures = 0;
-  uint64_t authentication_throttled = 0;
-};
+/// One row of the access-control audit, copied for the views.
+using access_row = security::audit_row;
 
 /// Access control (doc/security.md, "Audit").
 struct access_report {
