@@ -1505,23 +1505,6 @@ private:
   bool finite_only_;
 };
 
-/// `text` with every byte outside printable ASCII as \xNN, for failure messages.
-std::string printable(std::string_view text) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string result;
-  for (auto ch : text) {
-    auto c = static_cast<uint8_t>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      result += ch;
-    } else {
-      result += "\\x";
-      result += digits[c >> 4];
-      result += digits[c & 0x0f];
-    }
-  }
-  return result;
-}
-
 /// True if `x` holds a timestamp with digits below milliseconds, which the output format
 /// drops (§6.7): only such values may change in a round trip.
 bool has_sub_ms_timestamp(const data& x) {
@@ -1544,7 +1527,7 @@ bool has_sub_ms_timestamp(const data& x) {
 
 /// Decodes `text` every way; whatever decodes must survive encode then decode.
 void check_total(std::string_view text) {
-  INFO("input: " << printable(text));
+  INFO("input: " << json::test::printable(text));
   json::test::check_paths_agree(text);
   std::string topic;
   data value;
