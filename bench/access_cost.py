@@ -94,18 +94,6 @@ def server_cpu_ns(pid):
     return total
 
 
-def wait_port(proc, port, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not proc.alive():
-            raise bl.BenchError("%s exited\n%s" % (proc.name, proc.describe()))
-        with socket.socket() as s:
-            if s.connect_ex((LOCALHOST, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise bl.BenchError("%s: nothing listens on %d" % (proc.name, port))
-
-
 def parse_result(line):
     out = {}
     for x in line.split()[1:]:
@@ -143,7 +131,7 @@ def one_run(run, args, bins, rules_files, config, point, callgrind_dir=None):
     server = run.start(binary, node_args, "node-%s-%s" % (config, point))
     stopped = False
     try:
-        wait_port(server, port, timeout=120 if callgrind_dir else 15)
+        bl.wait_listening(server, port, timeout=120 if callgrind_dir else 15)
         time.sleep(0.2)
         if callgrind_dir:
             subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,

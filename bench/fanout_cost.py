@@ -27,7 +27,6 @@ the repetition; tables show medians, ratios are per repetition, then the median)
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -71,18 +70,6 @@ def server_command(system, node_bin, port):
     return ["nats-server", "-a", LOCALHOST, "-p", str(port)]
 
 
-def wait_port(proc, port, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not proc.alive():
-            raise bl.BenchError("%s exited\n%s" % (proc.name, proc.describe()))
-        with socket.socket() as s:
-            if s.connect_ex((LOCALHOST, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise bl.BenchError("%s: nothing listens on %d" % (proc.name, port))
-
-
 def parse_result(line):
     kv = dict(x.split("=", 1) for x in line.split()[1:] if "=" in x)
     out = {}
@@ -102,7 +89,7 @@ def one_run(run, args, bins, system, n, extra):
     server = run.start(server_command(system, bins["broker-node"], port)[0],
                        server_command(system, bins["broker-node"], port)[1:], system)
     try:
-        wait_port(server, port)
+        bl.wait_listening(server, port)
         # The readiness probe's connection is gone before the driver reads the RSS.
         time.sleep(0.2)
         cold_kb = None

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -354,6 +355,19 @@ def run_main(main):
         main()
     except BenchError:
         sys.exit(1)
+
+
+def wait_listening(proc, port, timeout=15.0):
+    """Waits until something accepts on 127.0.0.1:port; fails if `proc` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise BenchError("%s exited\n%s" % (proc.name, proc.describe()))
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise BenchError("%s: nothing listens on port %d\n%s" % (proc.name, port, proc.describe()))
 
 
 def sleep_checked(seconds, processes):

@@ -5,7 +5,6 @@ interface)."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -70,16 +69,7 @@ def find_impls(run_say):
 
 def wait_listening(proc, port, timeout=START_TIMEOUT):
     """Waits until something accepts on 127.0.0.1:port (Zeek's node prints no port line)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not proc.alive():
-            raise bl.BenchError("%s exited\n%s" % (proc.name, proc.describe()))
-        with socket.socket() as s:
-            if s.connect_ex((LOCALHOST, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise bl.BenchError("%s: nothing listens on port %d\n%s" % (proc.name, port,
-                                                                proc.describe()))
+    bl.wait_listening(proc, port, timeout)
 
 
 RATE_RE = re.compile(r"(?:rate: )?(\d+)(?: messages)?/s\s*$")
