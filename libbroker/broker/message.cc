@@ -70,8 +70,8 @@ const std::string& message_impl::binary() const {
 }
 
 std::string_view message_impl::json() const {
-  ws_frame(); // Fills the cache.
-  return std::string_view{json_}.substr(frame_room);
+  auto frame = ws_frame(); // Fills the cache.
+  return frame.substr(header_size_);
 }
 
 std::string_view message_impl::encode_ws_frame() const {
@@ -81,10 +81,80 @@ std::string_view message_impl::encode_ws_frame() const {
     internal::json::encode_data_message(topic_, value(), json_);
     std::string header;
     internal::ws::append_header(header, internal::ws::opcode::text, json_.size() - frame_room);
-    frame_offset_ = frame_room - header.size();
-    std::memcpy(json_.data() + frame_offset_, header.data(), header.size());
+    auto offset = frame_room - header.size();
+    std::memcpy(json_.data() + offset, header.data(), header.size());
+    frame_ = json_.data() + offset;
+    frame_size_ = json_.size() - offset;
+    header_size_ = static_cast<uint8_t>(header.size());
   });
-  return std::string_view{json_}.substr(frame_offset_);
+  return std::string_view{frame_, frame_size_};
+}
+
+struct message_impl::frame_block {
+  std::atomic<size_t> rc{0}; // One per message whose frame it holds.
+  std::string bytes;         // The frames, back to back.
+};
+
+message_impl::~message_impl() {
+  if (block_ && block_->rc.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    delete block_;
+}
+
+void message_impl::encode_ws_frames(const data_message* msgs, size_t n) {
+  // A block closes at this size, so that a message that lives on (a slow receiver's
+  // queue) keeps little more than its own frame alive.
+  constexpr size_t block_bytes = 16 * 1024;
+  constexpr size_t max_claimed = 64;
+  static_assert(cache_ready == ready);
+  const message_impl* claimed[max_claimed];
+  size_t offsets[max_claimed];
+  size_t i = 0;
+  while (i < n) {
+    // Claim and encode messages until the block is full; skip those encoded, or being
+    // encoded, by somebody else (their writers find them non-adjacent: one piece more).
+    auto block = new frame_block;
+    auto& b = block->bytes;
+    size_t k = 0;
+    for (; i < n && k < max_claimed && b.size() < block_bytes; ++i) {
+      auto& m = msgs[i].impl();
+      uint8_t expected = empty;
+      if (m.json_state_.load(std::memory_order_relaxed) != empty
+          || !m.json_state_.compare_exchange_strong(expected, filling,
+                                                    std::memory_order_acq_rel))
+        continue;
+      // The JSON text goes behind room for a 4-byte header (payloads of 126 to 65535
+      // bytes); it moves if the header is shorter or longer.
+      auto pos = b.size();
+      b.append(4, '\0');
+      internal::json::encode_data_message(m.topic_, m.value(), b);
+      auto text = b.size() - pos - 4;
+      std::string h; // Short: no allocation.
+      internal::ws::append_header(h, internal::ws::opcode::text, text);
+      if (h.size() < 4) {
+        std::memmove(b.data() + pos + h.size(), b.data() + pos + 4, text);
+        b.resize(b.size() - (4 - h.size()));
+      } else if (h.size() > 4) {
+        b.insert(pos + 4, h.size() - 4, '\0');
+      }
+      std::memcpy(b.data() + pos, h.data(), h.size());
+      m.header_size_ = static_cast<uint8_t>(h.size());
+      m.frame_size_ = h.size() + text;
+      offsets[k] = pos;
+      claimed[k++] = &m;
+    }
+    if (k == 0) {
+      delete block;
+      continue;
+    }
+    // The bytes stay where they are from now on: publish every frame.
+    block->rc.store(k, std::memory_order_relaxed);
+    for (size_t j = 0; j < k; ++j) {
+      auto m = claimed[j];
+      m->frame_ = b.data() + offsets[j];
+      m->block_ = block;
+      m->json_state_.store(ready, std::memory_order_release);
+    }
+  }
 }
 
 std::string to_string(const data_message& x) {

@@ -13,6 +13,7 @@
 #include "broker/data.hh"
 #include "broker/endpoint_id.hh"
 #include "broker/export.hh"
+#include "broker/fwd.hh"
 #include "broker/topic.hh"
 
 #include <atomic>
@@ -95,9 +96,15 @@ public:
   std::string_view ws_frame() const {
     // Every client of a fan-out asks: after the first, one atomic load, inline.
     if (json_state_.load(std::memory_order_acquire) == cache_ready)
-      return std::string_view{json_.data() + frame_offset_, json_.size() - frame_offset_};
+      return std::string_view{frame_, frame_size_};
     return encode_ws_frame();
   }
+
+  /// Encodes the WebSocket frames of those of `msgs[0, n)` that nobody encoded yet back
+  /// to back into shared blocks (up to about 16 KiB each), so that a writer that sends
+  /// several of them finds their frames adjacent in memory and sends them as one piece,
+  /// without copying (web/ws_session.cc). What ws_frame() returns is the same either way.
+  static void encode_ws_frames(const data_message* msgs, size_t n);
 
   void ref() const noexcept { rc_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -124,6 +131,12 @@ private:
   /// Fills the JSON cache (once over all threads) and returns the frame.
   std::string_view encode_ws_frame() const;
 
+  /// The frames of several messages, encoded together (message.cc); reference-counted
+  /// by the messages whose frames it holds.
+  struct frame_block;
+
+  ~message_impl();
+
   mutable std::atomic<size_t> rc_{1};
   std::string topic_;
   mutable data value_;
@@ -137,7 +150,10 @@ private:
   mutable std::atomic<uint8_t> json_state_{0};
   mutable std::string binary_;
   mutable std::string json_; // Room for the frame header, then the JSON text.
-  mutable size_t frame_offset_ = 0; // Where the frame header starts in json_.
+  mutable const char* frame_ = nullptr; // The frame: in json_, or in block_.
+  mutable size_t frame_size_ = 0;
+  mutable uint8_t header_size_ = 0; // The JSON text follows the frame header.
+  mutable frame_block* block_ = nullptr; // Holds the frame if encode_ws_frames() made it.
 };
 
 /// A handle to a shared, immutable message. Copying is one atomic increment.

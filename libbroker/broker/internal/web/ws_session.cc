@@ -390,11 +390,23 @@ bool ws_session::fill(gather_buffer& out) {
           close_with(ws::close_normal, "EOF");
         }
       }
+      // Each frame is encoded once and shared by all clients; the first client to send
+      // a run of messages encodes their frames back to back, so every client finds runs
+      // of adjacent frames and sends each as one piece (copied if small).
+      message_impl::encode_ws_frames(batch_.data(), batch_.size());
+      std::string_view run;
       for (auto& msg : batch_)
         if (!access_ || access_->may_receive(msg.topic())) { // Filtered: counted.
-          out.share(msg.impl().ws_frame()); // Encoded once, shared by all clients.
+          auto frame = msg.impl().ws_frame();
+          if (run.data() + run.size() == frame.data()) {
+            run = std::string_view{run.data(), run.size() + frame.size()};
+          } else {
+            out.share(run);
+            run = frame;
+          }
           data = true;
         }
+      out.share(run);
       if (!open || batch_.empty() || !out.empty())
         break;
       // Every message was refused: take again, so that the queue sees an empty take and
