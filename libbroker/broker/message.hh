@@ -101,9 +101,11 @@ public:
   }
 
   /// Encodes the WebSocket frames of those of `msgs[0, n)` that nobody encoded yet back
-  /// to back into shared blocks (up to about 16 KiB each), so that a writer that sends
-  /// several of them finds their frames adjacent in memory and sends them as one piece,
-  /// without copying (web/ws_session.cc). What ws_frame() returns is the same either way.
+  /// to back into shared blocks, so that a writer that sends several of them finds their
+  /// frames adjacent in memory and sends them as one piece, without copying
+  /// (web/ws_session.cc). What ws_frame() returns is the same either way. A block closes
+  /// once it holds 4 KiB or 64 frames: a message that lives on (in a slow client's queue)
+  /// keeps at most that much of other messages' frames alive.
   static void encode_ws_frames(const data_message* msgs, size_t n);
 
   void ref() const noexcept { rc_.fetch_add(1, std::memory_order_relaxed); }

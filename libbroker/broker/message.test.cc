@@ -90,7 +90,7 @@ TEST_CASE("frames encoded together are the frames encoded alone, back to back",
       ++adjacent;
     end = frame.data() + frame.size();
   }
-  // A block closes after 16 KiB: the frame after the 70000-byte one starts a new block,
+  // A block closes after 4 KiB: the frame after the 70000-byte one starts a new block,
   // every other frame follows its predecessor.
   CHECK(adjacent == msgs.size() - 2);
 }
