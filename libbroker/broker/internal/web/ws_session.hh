@@ -30,7 +30,9 @@
 //      broker.max-pending-control-bytes.
 //   4. Output in gathered writes: control frames (101, ack, errors, pongs, close) and every
 //      message the core queued go out in one system call, each message as its cached frame
-//      shared by all clients (message_impl::ws_frame()). On overflow under `disconnect` the
+//      shared by all clients (message_impl::ws_frame()); the first client to write a
+//      run of messages encodes their frames back to back (encode_ws_frames()), and a
+//      run of adjacent frames is one piece of the write. On overflow under `disconnect` the
 //      client gets a backpressure_overflow error frame, then close 1000.
 //   4b. Pings: one timer per server ticks every broker.web-socket.ping-interval for all
 //      attached clients (server_impl::start_pings()). A client we heard nothing from
