@@ -66,9 +66,9 @@ void bridge::start() {
   });
   in_fwd_->add_subscriber(this);
   fwd_->add_publisher(this);
-  in_fwd_->set_tap(this, [weak](const shared_event& ev) {
+  in_fwd_->set_tap(this, [weak](const shared_event* evs, size_t n) {
     if (auto self = weak.lock())
-      self->tap(ev);
+      self->tap(evs, n);
   });
   if (node_mode_) // Our nodeid topic, before anything else (Zeek's Cluster::init()).
     post([self = shared_from_this()] { self->sync_subscriptions(); });
@@ -93,34 +93,41 @@ void bridge::stop() {
 // -- ZeroMQ -> core ------------------------------------------------------------------------------
 
 bool bridge::wanted(std::string_view topic) const {
-  std::lock_guard<std::mutex> guard{filter_mtx_};
   for (auto& prefix : filter_)
     if (topic.substr(0, prefix.size()) == prefix)
       return true;
   return false;
 }
 
-void bridge::tap(const shared_event& ev) {
-  if (ev->size() == 0)
-    return;
-  if (ev->size() > 1 && ev->frame(1) == node_id_) {
-    // Our own event back from the forwarder (node mode), or somebody using our id.
-    stats_.own_events.fetch_add(1, std::memory_order_relaxed);
-    return;
+void bridge::tap(const shared_event* evs, size_t n) {
+  size_t queued = 0;
+  {
+    std::lock_guard<std::mutex> guard{filter_mtx_}; // Once per batch.
+    for (size_t i = 0; i < n; ++i) {
+      auto& ev = evs[i];
+      if (ev->size() == 0)
+        continue;
+      if (ev->size() > 1 && ev->frame(1) == node_id_) {
+        // Our own event back from the forwarder (node mode), or somebody using our id.
+        stats_.own_events.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      auto topic = ev->frame(0);
+      if (!wanted(topic)) {
+        // Node mode: what Zeek's nodes send to our nodeid topic (their hellos) ends here
+        // unless a local subscriber wants it; nothing else arrives that we did not ask for.
+        if (node_mode_ && topic.substr(0, own_topic_.size()) == own_topic_)
+          stats_.to_node.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      bool was_empty = false;
+      auto res = inbox_.push(1, [&](size_t) { return ev; }, was_empty);
+      if (res.dropped > 0)
+        stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
+      ++queued;
+    }
   }
-  auto topic = ev->frame(0);
-  if (!wanted(topic)) {
-    // Node mode: what Zeek's nodes send to our nodeid topic (their hellos) ends here
-    // unless a local subscriber wants it; nothing else arrives that we did not ask for.
-    if (node_mode_ && topic.substr(0, own_topic_.size()) == own_topic_)
-      stats_.to_node.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  bool was_empty = false;
-  auto res = inbox_.push(1, [&](size_t) { return ev; }, was_empty);
-  if (res.dropped > 0)
-    stats_.dropped.fetch_add(res.dropped, std::memory_order_relaxed);
-  if (!in_scheduled_.exchange(true))
+  if (queued > 0 && !in_scheduled_.exchange(true))
     post([self = shared_from_this()] { self->drain_in(); });
 }
 

@@ -96,8 +96,8 @@ public:
   /// Any thread.
   void update_filter(const filter_type& announced);
 
-  /// An event from a ZeroMQ publisher (the forwarder's tap). Any thread.
-  void tap(const shared_event& ev);
+  /// A batch of events from a ZeroMQ publisher (the forwarder's tap). Any thread.
+  void tap(const shared_event* evs, size_t n);
 
   const bridge_counters& counters() const noexcept { return stats_; }
 
@@ -116,6 +116,7 @@ private:
   void drain_out();
   void on_zmq_subscription(bool subscribe, const std::string& prefix);
   void sync_subscriptions();
+  /// Whether the node's filter wants `topic`; the caller holds filter_mtx_.
   bool wanted(std::string_view topic) const;
   void say_hello(const std::string& nodeid_prefix);
   shared_event make_event(std::string_view topic, std::string_view payload) const;

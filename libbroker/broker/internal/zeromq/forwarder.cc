@@ -101,7 +101,7 @@ void forwarder::pass_locked(link* from, bool subscribe, const std::string& prefi
   }
 }
 
-void forwarder::set_tap(link* owner, std::function<void(const shared_event&)> fn) {
+void forwarder::set_tap(link* owner, tap_fn fn) {
   std::lock_guard<std::mutex> guard{mtx_};
   tap_owner_ = owner;
   tap_ = std::move(fn);
@@ -168,9 +168,7 @@ size_t forwarder::publish(link* from, const shared_event* evs, size_t n) {
     }
   }
   if (tap_ && from != tap_owner_)
-    for (size_t i = 0; i < n; ++i)
-      if (evs[i]->size() > 0)
-        tap_(evs[i]);
+    tap_(evs, n);
   // The proxy sends each event once to its backend (XPUB), which fans it out or drops it:
   // once, whatever the number of receivers (zmq_proxy_steerable's STATISTICS).
   add(counters_.backend_messages_sent, counted);

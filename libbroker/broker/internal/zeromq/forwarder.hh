@@ -111,9 +111,14 @@ public:
   /// Returns the number of deliveries.
   size_t publish(link* from, const shared_event* evs, size_t n);
 
-  /// Every event a publisher other than `owner` sends is also offered to `fn` (the bridge,
-  /// bridge.hh), under the forwarder's lock: `fn` must only queue. Null: none.
-  void set_tap(link* owner, std::function<void(const shared_event&)> fn);
+  /// Offered every batch of events that a publisher other than `owner` sends (events
+  /// without frames included); see set_tap().
+  using tap_fn = std::function<void(const shared_event* evs, size_t n)>;
+
+  /// Every batch of events a publisher other than `owner` sends is also offered to `fn`
+  /// (the bridge, bridge.hh), once per batch, under the forwarder's lock: `fn` must only
+  /// queue. Null: none.
+  void set_tap(link* owner, tap_fn fn);
 
   /// Distinct prefixes held by any subscriber.
   size_t prefixes() const;
@@ -141,7 +146,7 @@ private:
   std::map<std::string, size_t, std::less<>> held_;
   forwarder_counters counters_;
   link* tap_owner_ = nullptr;
-  std::function<void(const shared_event&)> tap_;
+  tap_fn tap_;
 };
 
 } // namespace broker::internal::zeromq

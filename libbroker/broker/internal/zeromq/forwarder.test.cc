@@ -213,10 +213,17 @@ TEST_CASE("the tap sees every event of a batch but its owner's", "[zeromq]") {
   forwarder fwd;
   fake_link pub, owner;
   std::vector<std::string> tapped;
-  fwd.set_tap(&owner, [&](const shared_event& ev) { tapped.emplace_back(ev->frame(0)); });
+  size_t batches = 0;
+  fwd.set_tap(&owner, [&](const shared_event* evs, size_t n) {
+    ++batches;
+    for (size_t i = 0; i < n; ++i)
+      if (evs[i]->size() > 0)
+        tapped.emplace_back(evs[i]->frame(0));
+  });
   std::vector<shared_event> evs{make_event("a"), std::make_shared<zmtp::multipart>(),
                                 make_event("b")};
   fwd.publish(&pub, evs.data(), evs.size());
   fwd.publish(&owner, evs.data(), evs.size());
   CHECK(tapped == std::vector<std::string>{"a", "b"});
+  CHECK(batches == 1); // Once per batch, not per event.
 }

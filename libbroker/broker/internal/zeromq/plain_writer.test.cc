@@ -23,13 +23,24 @@ std::string written(gather_buffer& out) {
 
 /// Writes `events` as fill() does: plan, reserve, add each, finish.
 void write_all(plain_writer& pw, const std::vector<std::string>& events, gather_buffer& out) {
-  size_t need = 0;
+  plain_writer::planner plan;
   for (auto& ev : events)
-    need = plain_writer::plan(need, ev.size());
-  pw.reserve(need);
+    plan.add(ev);
+  pw.reserve(plan.need());
   for (auto& ev : events)
     pw.add(ev, out);
   pw.finish(out);
+}
+
+/// Views of `block` cut at `sizes`: events encoded back to back.
+std::vector<std::string_view> cut(const std::string& block, std::vector<size_t> sizes) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  for (auto n : sizes) {
+    out.push_back(std::string_view{block}.substr(pos, n));
+    pos += n;
+  }
+  return out;
 }
 
 } // namespace
@@ -131,4 +142,43 @@ TEST_CASE("a second write reuses the buffer; empty events add nothing", "[zeromq
   plain_writer pw2{buf};
   write_all(pw2, {""}, none);
   CHECK(none.empty());
+}
+
+TEST_CASE("events encoded back to back are one run: referenced if large, copied if small",
+          "[zeromq]") {
+  std::string block1(3000, 'a');
+  for (size_t i = 0; i < block1.size(); ++i)
+    block1[i] = static_cast<char>('a' + i % 26);
+  std::string block2(300, 'z');
+  std::string lone(40, 'l');
+  // [600 600 600] from block1, a lone small event, [100 200] from block2, then the rest
+  // of block1 (not adjacent to the first run any more: a new run).
+  auto b1 = cut(block1, {600, 600, 600, 1200});
+  auto b2 = cut(block2, {100, 200});
+  std::vector<std::string_view> events{b1[0], b1[1], b1[2], lone, b2[0], b2[1], b1[3]};
+  plain_writer::planner plan;
+  for (auto ev : events)
+    plan.add(ev);
+  // Copied: the lone event and block2's run (40 + 300); both block1 runs are large.
+  CHECK(plan.need() == 340);
+  std::string buf;
+  gather_buffer out;
+  plain_writer pw{buf};
+  pw.reserve(plan.need());
+  for (auto ev : events)
+    pw.add(ev, out);
+  pw.finish(out);
+  CHECK(pw.copied() == 340);
+  size_t count = 0;
+  auto* iov = out.iov(count);
+  // [block1 run of 1800, referenced] [lone + block2 run, copied: one piece] [1200, ref]
+  REQUIRE(count == 3);
+  CHECK(iov[0].iov_base == static_cast<const void*>(block1.data()));
+  CHECK(iov[0].iov_len == 1800);
+  CHECK(iov[1].iov_len == 340);
+  CHECK(iov[2].iov_base == static_cast<const void*>(block1.data() + 1800));
+  std::string all;
+  for (auto ev : events)
+    all += ev;
+  CHECK(written(out) == all);
 }

@@ -218,11 +218,15 @@ size_t zmq_link::decode(char* data, size_t size) {
 void zmq_link::publish_pending() {
   if (pending_.empty())
     return;
+  zmtp::encode_plain(to_encode_.data(), to_encode_.size());
+  to_encode_.clear();
   if (joined_)
     fwd_->publish(this, pending_.data(), pending_.size());
   pending_.clear();
-  if (pending_.capacity() > max_pending)
+  if (pending_.capacity() > max_pending) {
     std::vector<shared_event>{}.swap(pending_);
+    std::vector<zmtp::multipart*>{}.swap(to_encode_);
+  }
 }
 
 void zmq_link::on_event(zmtp::event& ev) {
@@ -273,9 +277,10 @@ void zmq_link::on_event(zmtp::event& ev) {
         {
           auto msg = std::make_shared<zmtp::multipart>(std::move(ev.msg));
           // Under NULL (every link of the server speaks one mechanism) each receiver
-          // writes these bytes: encoded once here, not per receiver (plain_writer.hh).
+          // writes these bytes: encoded once, not per receiver, and the events of one
+          // read back to back (publish_pending(), plain_writer.hh).
           if (session_.writes_plain())
-            zmtp::encode_plain(*msg);
+            to_encode_.push_back(msg.get());
           pending_.push_back(std::move(msg)); // Published after the read (decode()).
         }
       }
@@ -397,10 +402,10 @@ bool zmq_link::fill(gather_buffer& out) {
     bool plain = session_.writes_plain();
     plain_writer pw{wbuf_};
     if (plain) {
-      size_t need = 0;
+      plain_writer::planner plan;
       for (auto& ev : batch_)
-        need = plain_writer::plan(need, ev->plain.size());
-      pw.reserve(need);
+        plan.add(ev->plain);
+      pw.reserve(plan.need());
     }
     std::string_view frames[max_frames];
     for (auto& ev : batch_) {

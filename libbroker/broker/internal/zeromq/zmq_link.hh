@@ -178,6 +178,7 @@ private:
   std::vector<zmtp::event> events_;
   /// Events of the current read, published together (forwarder::publish() of a batch).
   std::vector<shared_event> pending_;
+  std::vector<zmtp::multipart*> to_encode_; ///< Those of pending_ to encode_plain().
   boost::asio::steady_timer timer_;
   link_counters stats_;
   bool joined_ = false;       ///< Added to the forwarder (after the handshake).

@@ -83,8 +83,11 @@ struct multipart {
   std::vector<size_t> ends;
   /// The message as an unencrypted (NULL) session writes it, headers and bodies, set by
   /// encode_plain(): the same bytes for every NULL receiver, so a forwarder encodes an
-  /// event once and each receiver copies or references this. Empty until encoded.
-  std::string plain;
+  /// event once and each receiver copies or references this. Empty until encoded. The
+  /// bytes live in plain_block, which the messages encoded together share: their
+  /// encodings lie back to back there, and a receiver writes a run of them as one piece.
+  std::string_view plain;
+  std::shared_ptr<const std::string> plain_block;
 
   size_t size() const noexcept { return ends.size(); }
   std::string_view frame(size_t i) const noexcept {
@@ -96,6 +99,13 @@ struct multipart {
 /// Sets msg.plain to the message in ZMTP framing without encryption (what write_message()
 /// writes under NULL); empty for a message without frames.
 void encode_plain(multipart& msg);
+
+/// encode_plain() for `n` messages at once, back to back in shared blocks of up to
+/// plain_block_bytes (a message that lives on keeps at most that much alive).
+void encode_plain(multipart* const* msgs, size_t n);
+
+/// Where encode_plain() closes a block.
+constexpr size_t plain_block_bytes = 16 * 1024;
 
 /// One thing that happened on the connection.
 struct event {

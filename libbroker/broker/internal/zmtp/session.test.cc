@@ -191,6 +191,47 @@ TEST_CASE("encode_plain() is what write_message() writes under NULL", "[zmtp]") 
   CHECK(none.plain.empty());
 }
 
+TEST_CASE("messages encoded together lie back to back, each as encoded alone", "[zmtp]") {
+  // Sizes around the block limit, a message without frames in between.
+  std::vector<std::vector<std::string>> cases = {
+    {"a", std::string(100, 'x')},
+    {},
+    {"b", std::string(300, 'y'), ""},
+    {"c", std::string(plain_block_bytes, 'z')}, // Fills the block: the next one starts anew.
+    {"d", std::string(10, 'w')},
+    {"e", std::string(256, 'v')},
+  };
+  std::vector<multipart> msgs(cases.size());
+  std::vector<multipart*> ptrs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (auto& f : cases[i]) {
+      msgs[i].bytes += f;
+      msgs[i].ends.push_back(msgs[i].bytes.size());
+    }
+    ptrs.push_back(&msgs[i]);
+  }
+  msgs[1].plain = "stale";
+  encode_plain(ptrs.data(), ptrs.size());
+  CHECK(msgs[1].plain.empty());
+  for (auto& msg : msgs) {
+    multipart alone = msg;
+    encode_plain(alone);
+    CHECK(msg.plain == alone.plain);
+  }
+  auto adjacent = [&](size_t i, size_t j) {
+    return msgs[i].plain.data() + msgs[i].plain.size() == msgs[j].plain.data();
+  };
+  CHECK(adjacent(0, 2));
+  CHECK(adjacent(2, 3));
+  CHECK(msgs[0].plain_block == msgs[3].plain_block);
+  CHECK(msgs[3].plain_block != msgs[4].plain_block);
+  CHECK(adjacent(4, 5));
+  // The block lives on with any message of it.
+  auto keep = msgs[5];
+  msgs.clear();
+  CHECK(keep.plain.substr(keep.plain.size() - 256) == std::string(256, 'v'));
+}
+
 TEST_CASE("messages of changing sizes and frame counts assemble exactly", "[zmtp]") {
   // The assembly reserves by the last message (capped): larger, smaller, more and fewer
   // frames than the one before, one beyond the cap, fed in odd chunks.

@@ -24,24 +24,59 @@ bool subscriber(socket_type type) noexcept {
 
 } // namespace
 
-void encode_plain(multipart& msg) {
-  auto n = msg.size();
-  if (n == 0) {
-    msg.plain.clear();
-    return;
-  }
-  // Sized once, then written in place (not frame by frame through append()).
+namespace {
+
+/// Bytes of `msg` in ZMTP framing without encryption.
+size_t plain_size(const multipart& msg) noexcept {
   size_t size = msg.bytes.size();
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < msg.size(); ++i)
     size += msg.frame(i).size() <= 255 ? 2 : max_frame_header_size;
-  msg.plain.resize(size);
-  char* pos = msg.plain.data();
+  return size;
+}
+
+/// Writes `msg` in ZMTP framing to `pos` (plain_size() bytes); returns the end.
+char* write_plain(const multipart& msg, char* pos) noexcept {
+  auto n = msg.size();
   for (size_t i = 0; i < n; ++i) {
     auto body = msg.frame(i);
     pos += write_frame_header(pos, i + 1 < n, false, body.size());
     if (!body.empty())
       std::memcpy(pos, body.data(), body.size());
     pos += body.size();
+  }
+  return pos;
+}
+
+} // namespace
+
+void encode_plain(multipart& msg) {
+  auto* one = &msg;
+  encode_plain(&one, 1);
+}
+
+void encode_plain(multipart* const* msgs, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    // The messages of one block: up to plain_block_bytes (at least one message).
+    size_t size = 0;
+    size_t end = i;
+    for (; end < n && (end == i || size < plain_block_bytes); ++end)
+      size += msgs[end]->size() == 0 ? 0 : plain_size(*msgs[end]);
+    // Sized once, then written in place (not frame by frame through append()).
+    auto block = std::make_shared<std::string>(size, '\0');
+    char* pos = block->data();
+    for (; i < end; ++i) {
+      auto& msg = *msgs[i];
+      if (msg.size() == 0) {
+        msg.plain = {};
+        msg.plain_block.reset();
+        continue;
+      }
+      auto next = write_plain(msg, pos);
+      msg.plain = std::string_view{pos, static_cast<size_t>(next - pos)};
+      msg.plain_block = block;
+      pos = next;
+    }
   }
 }
 
