@@ -106,6 +106,13 @@ void append_zeromq_options(std::vector<option_info>& table) {
   hb.min = 0;
   hb.max = max_heartbeat_ms;
   table.push_back(std::move(hb));
+  auto ct = row("broker.zeromq.connect-timeout", option_type::count, "10000",
+                "node mode: milliseconds one attempt to connect to the forwarder (name "
+                "lookup and TCP connect) may take before it counts as failed and the next "
+                "is scheduled (libzmq: ZMQ_CONNECT_TIMEOUT, the OS's 2 minutes by default)");
+  ct.min = 100;
+  ct.max = max_heartbeat_ms;
+  table.push_back(std::move(ct));
 }
 
 zeromq_settings read_zeromq_settings(const configuration& cfg) {
@@ -135,6 +142,8 @@ zeromq_settings read_zeromq_settings(const configuration& cfg) {
       s.policy = *p;
   if (auto x = cfg.get_count("broker.zeromq.heartbeat-interval"))
     s.heartbeat_interval_ms = static_cast<size_t>(*x);
+  if (auto x = cfg.get_count("broker.zeromq.connect-timeout"))
+    s.connect_timeout_ms = static_cast<size_t>(*x);
   return s;
 }
 

@@ -35,6 +35,7 @@ struct zeromq_settings {
   size_t buffer_size = default_zeromq_buffer_size;
   overflow_policy policy = overflow_policy::drop_oldest;
   size_t heartbeat_interval_ms = 0; ///< 0: no heartbeats (libzmq's default)
+  size_t connect_timeout_ms = 10'000; ///< node mode: one TCP connect attempt at most
 };
 
 /// Appends the rows of this file to the options table.

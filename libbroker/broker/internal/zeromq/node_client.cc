@@ -112,8 +112,9 @@ public:
     sub.role = side::xsub;
     sub.session.type = zmtp::socket_type::xsub;
     sub.session.subscriptions_as_messages = true; // As a Zeek node's XSUB sends them.
-    uplinks_[0] = std::make_shared<uplink>(io_, hub_, std::move(*xpub), pub);
-    uplinks_[1] = std::make_shared<uplink>(io_, hub_, std::move(*xsub), sub);
+    std::chrono::milliseconds timeout{cfg_.connect_timeout_ms};
+    uplinks_[0] = std::make_shared<uplink>(io_, hub_, std::move(*xpub), pub, timeout);
+    uplinks_[1] = std::make_shared<uplink>(io_, hub_, std::move(*xsub), sub, timeout);
     return {};
   }
 

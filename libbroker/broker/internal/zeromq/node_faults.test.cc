@@ -222,6 +222,58 @@ TEST_CASE("node mode: reconnects with backoff until the forwarder is there, logs
   CHECK(c.nc->counters().failed == 0);
 }
 
+namespace {
+
+/// A listening socket whose accept queue is full (backlog 0, filled by connections nobody
+/// accepts): the kernel drops further SYNs, so a connect to it hangs until it times out.
+struct full_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  std::vector<int> fillers;
+
+  full_listener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::listen(fd, 0) == 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    for (int i = 0; i < 3; ++i) {
+      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)); // EINPROGRESS
+      fillers.push_back(c);
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+
+  ~full_listener() {
+    for (auto c : fillers)
+      ::close(c);
+    ::close(fd);
+  }
+};
+
+} // namespace
+
+TEST_CASE("node mode: a connect that hangs fails after connect-timeout and is retried",
+          "[zeromq][interop]") {
+  full_listener hang;
+  auto zs = settings_for(hang.port, fixture::free_port());
+  zs.connect_timeout_ms = 200;
+  client_fixture c{zs};
+  // Each attempt ends after 200 ms (not the OS's 2 minutes), counted as a failure.
+  REQUIRE(wait_until([&] { return c.link("xpub").connect_failures >= 2; }));
+  auto l = c.link("xpub");
+  CHECK(l.connects == 0);
+  CHECK(l.last_error == "no connection within 200 ms (broker.zeromq.connect-timeout)");
+  CHECK(c.count_lines("xpub connection to tcp://127.0.0.1:" + std::to_string(hang.port)
+                      + ": cannot connect: no connection within 200 ms")
+        == 1);
+}
+
 TEST_CASE("node mode: a forwarder that sends garbage is closed, counted and retried",
           "[zeromq][interop]") {
   SECTION("a bad greeting") {

@@ -29,7 +29,7 @@ std::string retry_text() {
 } // namespace
 
 uplink::uplink(io_runtime& io, std::shared_ptr<node_hub> hub, connect_target target,
-               link_options base)
+               link_options base, std::chrono::milliseconds connect_timeout)
   : io_(io),
     hub_(std::move(hub)),
     target_(std::move(target)),
@@ -37,7 +37,8 @@ uplink::uplink(io_runtime& io, std::shared_ptr<node_hub> hub, connect_target tar
     strand_(asio::make_strand(io.context())),
     timer_(strand_),
     stable_timer_(strand_),
-    resolver_(strand_) {
+    resolver_(strand_),
+    connect_timeout_(connect_timeout) {
   name_ = std::string{base_.role == side::xpub ? "xpub" : "xsub"} + " connection to "
           + target_.text;
 }
@@ -106,6 +107,13 @@ bool uplink::is_stopped() const {
 void uplink::connect() {
   if (is_stopped())
     return;
+  attempting_ = true;
+  timed_out_ = false;
+  timer_.expires_after(connect_timeout_);
+  timer_.async_wait([self = shared_from_this(), n = ++attempt_](boost::system::error_code ec) {
+    if (!ec)
+      self->on_attempt_timeout(n);
+  });
   resolver_.async_resolve(
     target_.host, std::to_string(target_.port),
     asio::bind_executor(strand_, [self = shared_from_this()](boost::system::error_code ec,
@@ -114,11 +122,31 @@ void uplink::connect() {
     }));
 }
 
+void uplink::on_attempt_timeout(uint64_t attempt) {
+  if (attempt != attempt_ || !attempting_)
+    return; // The attempt ended before its timer's handler ran.
+  timed_out_ = true;
+  // The pending operation completes with operation_aborted, which fails the attempt.
+  resolver_.cancel();
+  if (socket_) {
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+  }
+}
+
+std::string uplink::attempt_error(const std::string& what) const {
+  if (timed_out_)
+    return "no connection within " + std::to_string(connect_timeout_.count())
+           + " ms (broker.zeromq.connect-timeout)";
+  return what;
+}
+
 void uplink::on_resolved(boost::system::error_code ec, tcp::resolver::results_type rs) {
   if (is_stopped())
     return;
-  if (ec) {
-    attempt_failed("cannot resolve " + target_.host + ": " + ec.message());
+  if (ec || timed_out_) {
+    attempting_ = false;
+    attempt_failed(attempt_error("cannot resolve " + target_.host + ": " + ec.message()));
     return;
   }
   socket_.emplace(strand_);
@@ -133,10 +161,12 @@ void uplink::on_resolved(boost::system::error_code ec, tcp::resolver::results_ty
 void uplink::on_connected(boost::system::error_code ec) {
   auto sock = std::move(*socket_);
   socket_.reset();
+  attempting_ = false;
+  timer_.cancel();
   if (is_stopped())
     return;
-  if (ec) {
-    attempt_failed(ec.message());
+  if (ec || timed_out_) {
+    attempt_failed(attempt_error(ec.message()));
     return;
   }
   boost::system::error_code ignored;

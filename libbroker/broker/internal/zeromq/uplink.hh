@@ -11,7 +11,9 @@
 // Reconnecting, like libzmq (ZMQ_RECONNECT_IVL): the next attempt after 100 ms, doubled
 // after each one that failed, at most 2 s; back to 100 ms once a connection lasted 2 s (not
 // at every handshake: a forwarder that fails each connection at once is retried every 2 s).
-// The host is resolved at each attempt.
+// The host is resolved at each attempt. An attempt (name lookup and TCP connect) that takes
+// longer than broker.zeromq.connect-timeout fails like any other (a forwarder host that
+// drops our SYNs is tried again after the backoff, not after the OS's 2 minutes).
 //
 // Logging, once per outage: the first line of an outage (the link's close, or the first
 // attempt that failed) is written; further failures of it are counted, not logged. The
@@ -49,7 +51,7 @@ class uplink : public std::enable_shared_from_this<uplink> {
 public:
   /// `base`: the links' options (role, session type, mechanism and keys, queue).
   uplink(io_runtime& io, std::shared_ptr<node_hub> hub, connect_target target,
-         link_options base);
+         link_options base, std::chrono::milliseconds connect_timeout);
 
   /// Starts connecting. Once.
   void start();
@@ -67,6 +69,8 @@ private:
   void connect();
   void on_resolved(boost::system::error_code ec, tcp::resolver::results_type rs);
   void on_connected(boost::system::error_code ec);
+  void on_attempt_timeout(uint64_t attempt);
+  std::string attempt_error(const std::string& what) const;
   void link_log(bool is_error, const std::string& text);
   void on_link_ready();
   void on_link_closed(bool failed);
@@ -81,11 +85,15 @@ private:
   link_options base_;
   std::string name_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::steady_timer timer_;        ///< The next attempt.
+  boost::asio::steady_timer timer_;        ///< The next attempt, or the current one's end.
   boost::asio::steady_timer stable_timer_; ///< When a reconnection counts as lasting.
   tcp::resolver resolver_;
   std::optional<tcp::socket> socket_; ///< While connecting.
+  std::chrono::milliseconds connect_timeout_;
   // Strand only.
+  uint64_t attempt_ = 0;        ///< Counts connect() calls.
+  bool attempting_ = false;     ///< Resolving or connecting.
+  bool timed_out_ = false;      ///< The current attempt was cut short by connect_timeout_.
   size_t backoff_ms_ = reconnect_min_ms;
   bool quiet_ = false; ///< In an outage that was logged: its further failures are not.
   std::optional<std::chrono::steady_clock::time_point> up_since_; ///< The link's handshake
