@@ -69,6 +69,7 @@ struct options {
   int io_threads = 1;
   int forwarder_pid = 0;
   double timeout = 30;
+  std::string curve_server_key; ///< Z85; set: every socket is a CURVE client of it
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -211,6 +212,19 @@ struct driver {
     zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, static_cast<int>(opt.subscribers + 64));
     pub = zmq_socket(ctx, ZMQ_XPUB);
     int one = 1, hwm = 1000, zero = 0, timeout_ms = 100;
+    // CURVE: one client key pair for every socket (as Zeek's nodes share one).
+    char curve_pub[41] = {0}, curve_sec[41] = {0};
+    if (!opt.curve_server_key.empty() && zmq_curve_keypair(curve_pub, curve_sec) != 0)
+      die("zmq_curve_keypair");
+    auto curve = [&](void* s) {
+      if (opt.curve_server_key.empty())
+        return;
+      if (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, opt.curve_server_key.c_str(), 40) != 0
+          || zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, curve_pub, 40) != 0
+          || zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, curve_sec, 40) != 0)
+        die("CURVE client options");
+    };
+    curve(pub);
     zmq_setsockopt(pub, ZMQ_XPUB_VERBOSE, &one, sizeof(one));
     zmq_setsockopt(pub, ZMQ_XPUB_NODROP, &one, sizeof(one));
     zmq_setsockopt(pub, ZMQ_SNDHWM, &hwm, sizeof(hwm));
@@ -231,6 +245,7 @@ struct driver {
         die("socket " + std::to_string(i));
       zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
       zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+      curve(s);
       if (zmq_connect(s, (base + std::to_string(opt.xpub_port)).c_str()) != 0)
         die("connect subscriber " + std::to_string(i));
       std::string ready = std::string("\x01") + ready_prefix + std::to_string(i) + "/";
@@ -368,7 +383,8 @@ void usage() {
                "usage: zmq-drive --xsub-port P --xpub-port Q [--subscribers N] [--size B]\n"
                "  [--mode fanout|stall] [--seconds S] [--latency-seconds S]\n"
                "  [--latency-rate DELIVERIES_PER_S] [--fill S] [--window W]\n"
-               "  [--io-threads T] [--forwarder-pid PID] [--host H] [--timeout S]\n");
+               "  [--io-threads T] [--forwarder-pid PID] [--host H] [--timeout S]\n"
+               "  [--curve-server-key Z85]\n");
   std::exit(2);
 }
 
@@ -395,10 +411,12 @@ int main(int argc, char** argv) {
     else if (k == "--forwarder-pid") o.forwarder_pid = std::atoi(v.c_str());
     else if (k == "--host") o.host = v;
     else if (k == "--timeout") o.timeout = std::atof(v.c_str());
+    else if (k == "--curve-server-key") o.curve_server_key = v;
     else usage();
   }
   if (!o.xsub_port || !o.xpub_port || o.subscribers == 0
-      || (o.mode != "fanout" && o.mode != "stall") || (o.mode == "stall" && o.subscribers < 2))
+      || (o.mode != "fanout" && o.mode != "stall") || (o.mode == "stall" && o.subscribers < 2)
+      || (!o.curve_server_key.empty() && o.curve_server_key.size() != 40))
     usage();
   d.setup();
   std::thread receiver(receive_loop, &d.st, d.subs);

@@ -20,6 +20,7 @@ repetition; tables show medians, ratios are per repetition, then the median):
 The baseline the issue quotes: libzmq ~560-630 ns of forwarder CPU per delivered event.
 
     bench/zmq_forwarder.py               # ~5 minutes
+    bench/zmq_forwarder.py --curve 1     # the same with every connection under CURVE
     bench/zmq_forwarder.py --quick       # ~1 minute: 1 repetition, N = 8 and 64, 64 bytes
     BUILD_DIR=build NO_BUILD=1 bench/zmq_forwarder.py --quick
 
@@ -54,9 +55,15 @@ OPTIONS = [
     ("--fill", float, 2.0, "seconds between the stall and its measurement"),
     ("--io-threads", int, 1, "libzmq I/O threads of the driver"),
     ("--quick", int, 0, "1: reps 1, sizes 8,64, payload 64, 1 s phases"),
+    ("--curve", int, 0, "1: CURVE on every connection (both forwarders CURVE servers with "
+     "one key, admitting any client; the driver's sockets CURVE clients)"),
 ]
 RUN_TIMEOUT = 120
 READY_TIMEOUT = 15.0
+
+
+# --curve: the forwarders' server key pair of this run (kept out of the recorded arguments).
+CURVE_KEYS = {}
 
 
 def listening(port):
@@ -68,11 +75,13 @@ def listening(port):
 class Forwarder:
     """A started forwarder: .proc, .xsub_port, .xpub_port, .metrics_port (broker-node)."""
 
-    def __init__(self, run, kind, bins):
+    def __init__(self, run, kind, bins, curve=None):
+        """curve: None, or the (public, secret) key pair of a CURVE server."""
         self.kind = kind
         self.metrics_port = None
         if kind == "libzmq":
-            self.proc = run.start(bins["zmq-proxy"], ["--io-threads", "2"], "zmq-proxy")
+            extra = ["--curve-secret", curve[1]] if curve else []
+            self.proc = run.start(bins["zmq-proxy"], ["--io-threads", "2"] + extra, "zmq-proxy")
             ports = {}
             self.proc.wait_for(lambda l: self._port(l, ports) and len(ports) == 2,
                                READY_TIMEOUT, "both ports")
@@ -87,7 +96,9 @@ class Forwarder:
                                "--broker.metrics.port=%d" % self.metrics_port,
                                "--broker.zeromq.address=%s" % LOCALHOST,
                                "--broker.zeromq.xsub-port=%d" % self.xsub_port,
-                               "--broker.zeromq.xpub-port=%d" % self.xpub_port], "broker-node")
+                               "--broker.zeromq.xpub-port=%d" % self.xpub_port]
+                              + (["--broker.zeromq.curve-server-secret-key=%s" % curve[1]]
+                                 if curve else []), "broker-node")
         deadline = time.monotonic() + READY_TIMEOUT
         while not (listening(self.xsub_port) and listening(self.xpub_port)
                    and listening(self.metrics_port)):
@@ -156,11 +167,13 @@ def parse_result(line):
 def one_run(run, args, bins, kind, extra):
     """A fresh forwarder, one zmq-drive run against it; the RESULT fields (+ rss_kib,
     hwm_kib, drops), or None (the failure is printed)."""
-    fwd = Forwarder(run, kind, bins)
+    fwd = Forwarder(run, kind, bins, CURVE_KEYS.get("pair"))
     try:
         cmd = [bins["zmq-drive"], "--xsub-port", str(fwd.xsub_port), "--xpub-port",
                str(fwd.xpub_port), "--forwarder-pid", str(fwd.proc.pid), "--io-threads",
                str(args.io_threads), "--seconds", str(args.seconds)] + extra
+        if CURVE_KEYS:
+            cmd += ["--curve-server-key", CURVE_KEYS["pair"][0]]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # Stall runs: read /v1/status while the connections are open (after the run they
         # are closed and only totals.dropped holds their drops); the last reading that
@@ -201,7 +214,8 @@ def report(run, args, forwarders, fanout, stall):
     med = bl.median
     if fanout:
         run.say("")
-        run.say("## Fan-out: 1 publisher -> N subscribers (medians of %d)" % args.reps)
+        run.say("## Fan-out: 1 publisher -> N subscribers, %s (medians of %d)"
+                % ("CURVE" if args.curve else "NULL", args.reps))
         rows = []
         for (n, size) in sorted({(k[1], k[2]) for k in fanout}):
             for f in forwarders:
@@ -271,7 +285,12 @@ def main():
             forwarders.remove("broker-node")
         ver = subprocess.run(["pkg-config", "--modversion", "libzmq"], capture_output=True,
                              text=True).stdout.strip()
-        run.say("# libzmq %s; forwarders: %s" % (ver or "?", ", ".join(forwarders)))
+        if args.curve:
+            out = subprocess.run([bins["zmq-proxy"], "--keypair"], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            CURVE_KEYS["pair"] = (out[0], out[1])
+        run.say("# libzmq %s; forwarders: %s; mechanism: %s"
+                % (ver or "?", ", ".join(forwarders), "CURVE" if args.curve else "NULL"))
         fanout, stall = {}, {}
         for rep in range(args.reps):
             order = forwarders[rep % len(forwarders):] + forwarders[:rep % len(forwarders)]

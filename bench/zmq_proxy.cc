@@ -3,7 +3,10 @@
 // XSUB and an XPUB with XPUB_VERBOSER=1 and XPUB_NODROP=1, in a context of 2 I/O threads
 // (Zeek's proxy_io_threads). The baseline of bench/zmq_forwarder.py (bench/README.md).
 //
-// Usage: zmq-proxy [--io-threads N] [--nodrop 0|1] [--address A]
+// Usage: zmq-proxy [--io-threads N] [--nodrop 0|1] [--address A] [--curve-secret Z85]
+//        zmq-proxy --keypair      (prints a new CURVE key pair: "<public> <secret>", Z85)
+// With --curve-secret both sockets are CURVE servers with that key, as Zeek's forwarder
+// with curve_server_secretkey (without Zeek's ZAP handler: every client key is admitted).
 // Binds both sockets on ephemeral ports of A (default 127.0.0.1) and prints
 //   xsub-port <port>      (where node XPUBs connect; Zeek's listen_xsub_endpoint)
 //   xpub-port <port>      (where node XSUBs connect; Zeek's listen_xpub_endpoint)
@@ -42,6 +45,14 @@ int main(int argc, char** argv) {
   int io_threads = 2;
   int nodrop = 1;
   std::string address = "127.0.0.1";
+  std::string curve_secret;
+  if (argc == 2 && std::string{argv[1]} == "--keypair") {
+    char pub[41], sec[41];
+    if (zmq_curve_keypair(pub, sec) != 0)
+      die("zmq_curve_keypair");
+    std::printf("%s %s\n", pub, sec);
+    return 0;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     if (key == "--io-threads")
@@ -50,8 +61,11 @@ int main(int argc, char** argv) {
       nodrop = std::atoi(argv[i + 1]);
     else if (key == "--address")
       address = argv[i + 1];
+    else if (key == "--curve-secret")
+      curve_secret = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: zmq-proxy [--io-threads N] [--nodrop 0|1] [--address A]\n");
+      std::fprintf(stderr, "usage: zmq-proxy [--io-threads N] [--nodrop 0|1] [--address A] "
+                           "[--curve-secret Z85] | --keypair\n");
       return 2;
     }
   }
@@ -74,6 +88,15 @@ int main(int argc, char** argv) {
       || zmq_setsockopt(xpub, ZMQ_LINGER, &zero, sizeof(zero)) != 0
       || zmq_setsockopt(xsub, ZMQ_LINGER, &zero, sizeof(zero)) != 0)
     die("setsockopt");
+  if (!curve_secret.empty() && curve_secret.size() != 40) {
+    std::fprintf(stderr, "zmq-proxy: --curve-secret: a Z85 key has 40 characters\n");
+    return 2;
+  }
+  if (!curve_secret.empty())
+    for (void* s : {xsub, xpub})
+      if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0
+          || zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, curve_secret.c_str(), 40) != 0)
+        die("CURVE server options");
   std::string any = "tcp://" + address + ":*";
   if (zmq_bind(xsub, any.c_str()) != 0 || zmq_bind(xpub, any.c_str()) != 0)
     die("bind");
