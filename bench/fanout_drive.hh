@@ -18,7 +18,8 @@
 // slowest subscriber, checked every window/2 messages.
 //
 // Phases: connect; latency (a fixed rate, every delivery timed); throughput (as fast as
-// flow control allows, for `seconds`); drain; RESULT line. While the throughput phase
+// flow control allows, for `seconds`; every delivery's sequence number checked, one in 8
+// timed: load_p50/p99); drain; RESULT line. While the throughput phase
 // runs, the parent reads the CPU time of the server (--server-pid), of itself and of the
 // children from /proc (schedstat: nanoseconds), so the RESULT line shows both sides.
 // With N = 0 (ingest) the publisher writes as fast as the server reads, then waits until

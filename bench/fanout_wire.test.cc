@@ -254,7 +254,12 @@ TEST_CASE("fast_parse_payload agrees with parse_payload", "[fanout-wire]") {
     bool ok_b = fast_parse_payload(p, b);
     INFO(p);
     REQUIRE(ok_a == ok_b);
+    uint64_t seq = 0;
+    kind what = kind::probe;
     if (ok_a) {
+      REQUIRE(fast_parse_seq(p, seq, what));
+      REQUIRE(seq == a.seq);
+      REQUIRE(what == a.what);
       REQUIRE(a.sent_ns == b.sent_ns);
       REQUIRE(a.seq == b.seq);
       REQUIRE(a.what == b.what);
