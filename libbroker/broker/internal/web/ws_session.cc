@@ -116,9 +116,22 @@ void ws_session::on_read_error(const boost::system::error_code& ec) {
     finish(peer_end::lost, ec == asio::error::eof ? "closed by client" : ec.message());
 }
 
+namespace {
+
+/// One decoder per I/O thread: its scratch is reused from message to message, and a
+/// session does not keep the scratch of its largest message. Looked up once per read (a
+/// thread_local with a constructor costs a call into the TLS machinery per access).
+json::decoder& thread_decoder() {
+  thread_local json::decoder decoder;
+  return decoder;
+}
+
+} // namespace
+
 size_t ws_session::decode(char* data, size_t size) {
   heard_since_tick_ = true;
   size_t pos = 0;
+  json::decoder* dec = nullptr;
   while (!closed_ && phase_ != phase::attaching) {
     auto ev = reader_.next(data, size, pos);
     switch (ev.kind) {
@@ -131,7 +144,7 @@ size_t ws_session::decode(char* data, size_t size) {
         if (phase_ == phase::awaiting_filter)
           on_first_message(ev.payload);
         else
-          on_text(ev.payload);
+          on_text(ev.payload, dec ? *dec : *(dec = &thread_decoder()));
         break;
       case ws::event::ping:
         if (!close_pending_ && !close_sent_)
@@ -240,14 +253,11 @@ void ws_session::on_caught_up() {
   // The channel decodes the frames that arrived right behind the subscriptions next.
 }
 
-void ws_session::on_text(std::string_view text) {
+void ws_session::on_text(std::string_view text, json::decoder& dec) {
   ++inputs_;
   std::string topic;
   data value;
-  // One decoder per I/O thread: its scratch is reused from message to message, and a
-  // session does not keep the scratch of its largest message.
-  thread_local json::decoder decoder;
-  auto res = decoder.data_message(text, topic, value, srv_->opts.max_depth);
+  auto res = dec.data_message(text, topic, value, srv_->opts.max_depth);
   if (!res) {
     reject_input(json::error_context(inputs_, res));
     return;

@@ -68,6 +68,10 @@
 
 namespace broker::internal {
 
+namespace json {
+class decoder;
+} // namespace json
+
 class server_impl;
 
 class ws_session : public queued_channel<data_message> {
@@ -114,7 +118,8 @@ private:
   bool hold_input() const noexcept override;
   void on_caught_up() override;
   void on_first_message(std::string_view text);
-  void on_text(std::string_view text);
+  /// A data message from the client; `dec` is the I/O thread's decoder (decode()).
+  void on_text(std::string_view text, json::decoder& dec);
   void reject_input(const std::string& context);
   /// "client <id> (<address>:<port>[, app <name>])" for log lines.
   std::string describe() const;
