@@ -26,6 +26,14 @@ option_info port_row(std::string key, std::string env, std::string help) {
   return info;
 }
 
+option_info count_row(std::string key, uint64_t def, uint64_t min, uint64_t max,
+                      std::string help) {
+  auto info = row(std::move(key), option_type::count, std::to_string(def), std::move(help));
+  info.min = min;
+  info.max = max;
+  return info;
+}
+
 option_info secret_row(std::string key, std::string help) {
   auto info = row(std::move(key), option_type::string, "", std::move(help));
   info.secret = true;
@@ -88,31 +96,23 @@ void append_zeromq_options(std::vector<option_info>& table) {
                       "this node's ZeroMQ node id (the sender frame of its events; node mode: "
                       "it subscribes to zeek.cluster.nodeid.<id>.); empty: generated as Zeek "
                       "does (brokernode_<name>_<host>_<pid>_<random>)"));
-  auto size = row("broker.zeromq.buffer-size", option_type::count,
-                  std::to_string(default_zeromq_buffer_size),
-                  "messages queued per ZeroMQ connection before its overflow policy applies "
-                  "(Zeek: xpub_sndhwm)");
-  size.min = 1;
-  size.max = max_queue;
-  table.push_back(std::move(size));
+  table.push_back(count_row("broker.zeromq.buffer-size", default_zeromq_buffer_size, 1,
+                            max_queue,
+                            "messages queued per ZeroMQ connection before its overflow "
+                            "policy applies (Zeek: xpub_sndhwm)"));
   auto policy = row("broker.zeromq.overflow-policy", option_type::choice, "drop_oldest",
                     "what happens to a message for a ZeroMQ connection whose queue is full");
   policy.choices = {"drop_oldest", "drop_newest", "disconnect"};
   table.push_back(std::move(policy));
-  auto hb = row("broker.zeromq.heartbeat-interval", option_type::count, "0",
-                "milliseconds between ZMTP PINGs on a ZeroMQ connection; one that stays "
-                "silent for three intervals is closed; 0: no heartbeats (libzmq's default, "
-                "ZMQ_HEARTBEAT_IVL)");
-  hb.min = 0;
-  hb.max = max_heartbeat_ms;
-  table.push_back(std::move(hb));
-  auto ct = row("broker.zeromq.connect-timeout", option_type::count, "10000",
-                "node mode: milliseconds one attempt to connect to the forwarder (name "
-                "lookup and TCP connect) may take before it counts as failed and the next "
-                "is scheduled (libzmq: ZMQ_CONNECT_TIMEOUT, the OS's 2 minutes by default)");
-  ct.min = 100;
-  ct.max = max_heartbeat_ms;
-  table.push_back(std::move(ct));
+  table.push_back(count_row("broker.zeromq.heartbeat-interval", 0, 0, max_heartbeat_ms,
+                            "milliseconds between ZMTP PINGs on a ZeroMQ connection; one that "
+                            "stays silent for three intervals is closed; 0: no heartbeats "
+                            "(libzmq's default, ZMQ_HEARTBEAT_IVL)"));
+  table.push_back(count_row("broker.zeromq.connect-timeout", 10'000, 100, max_heartbeat_ms,
+                            "node mode: milliseconds one attempt to connect to the forwarder "
+                            "(name lookup and TCP connect) may take before it counts as failed "
+                            "and the next is scheduled (libzmq: ZMQ_CONNECT_TIMEOUT, the OS's 2 "
+                            "minutes by default)"));
 }
 
 zeromq_settings read_zeromq_settings(const configuration& cfg) {

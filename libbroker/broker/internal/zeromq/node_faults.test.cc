@@ -82,6 +82,19 @@ zeromq_settings settings_for(uint16_t xsub_port, uint16_t xpub_port) {
   return zs;
 }
 
+/// A TCP socket listening on an ephemeral port of 127.0.0.1; `addr` receives its address.
+int listen_loopback(int backlog, sockaddr_in& addr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  addr = sockaddr_in{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::listen(fd, backlog) == 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return fd;
+}
+
 /// A listening TCP socket on 127.0.0.1 whose connections `serve` handles, one at a time,
 /// in a thread (until stopped).
 struct raw_listener {
@@ -92,14 +105,8 @@ struct raw_listener {
   std::thread thread;
 
   explicit raw_listener(std::function<void(int)> serve) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    REQUIRE(::listen(fd, 16) == 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    sockaddr_in addr;
+    fd = listen_loopback(16, addr);
     port = ntohs(addr.sin_port);
     thread = std::thread{[this, serve = std::move(serve)] {
       while (!done) {
@@ -232,14 +239,8 @@ struct full_listener {
   std::vector<int> fillers;
 
   full_listener() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    REQUIRE(::listen(fd, 0) == 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    sockaddr_in addr;
+    fd = listen_loopback(0, addr);
     port = ntohs(addr.sin_port);
     for (int i = 0; i < 3; ++i) {
       int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
