@@ -111,6 +111,33 @@ std::unique_ptr<endpoint> node_endpoint(const libzmq_forwarder& fwd,
 
 constexpr std::string_view own_nodeid = "zeek.cluster.nodeid.node-test.";
 
+/// A libzmq context, terminated last (after the sockets of the nodes in it closed).
+struct zmq_context {
+  void* ptr = zmq_ctx_new();
+  ~zmq_context() { zmq_ctx_term(ptr); }
+};
+
+/// What every test here starts from: libzmq's forwarder (CURVE with `with_curve`), an
+/// emulated Zeek node and our endpoint on it, joined as a node: its XSUB subscribed to our
+/// nodeid topic, as Zeek's nodes do. Torn down in reverse: endpoint, node, context.
+struct joined {
+  zmtp::keypair server = zmtp::generate_keypair();
+  zmtp::keypair client = zmtp::generate_keypair();
+  bool curve;
+  libzmq_forwarder fwd;
+  zmq_context ctx;
+  zeek_node z;
+  std::unique_ptr<endpoint> ep;
+
+  explicit joined(bool with_curve = false)
+    : curve(with_curve),
+      fwd(0, 0, curve ? &server : nullptr),
+      z(ctx.ptr, fwd, curve ? &client : nullptr, curve ? &server.public_key : nullptr),
+      ep(node_endpoint(fwd, curve ? &client : nullptr, curve ? &server.public_key : nullptr)) {
+    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
+  }
+};
+
 
 /// Publishes probes on `topic` until the node receives one (the bridge's subscription is
 /// in the core), then drains the rest.
@@ -132,83 +159,72 @@ bool until_bridged(endpoint& ep, zeek_node& z, const std::string& topic) {
 
 TEST_CASE("node mode: broker-node joins libzmq's forwarder as a Zeek node",
           "[zeromq][interop]") {
-  libzmq_forwarder fwd;
-  void* ctx = zmq_ctx_new();
-  {
-    zeek_node z{ctx, fwd};
-    auto ep = node_endpoint(fwd);
-    // Our XSUB subscribes to our nodeid topic, as Zeek's nodes do.
-    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
-    // ZeroMQ -> a local subscriber, subscribed on its behalf, the same bytes.
-    auto local = ep->make_subscriber({"z/in/"});
-    REQUIRE(z.wait_subscription("\x01z/in/"));
-    data value = vector{data{"event"}, data{count{7}}};
-    auto payload = *bin::encode(value);
-    publish(z.pub, {"z/in/1", "zeek-1", "broker-bin-v1", payload});
-    auto msg = local.get(std::chrono::milliseconds{wait_ms});
-    REQUIRE(msg);
-    CHECK(msg->topic() == "z/in/1");
-    REQUIRE(msg->impl().binary_if_known() != nullptr);
-    CHECK(*msg->impl().binary_if_known() == payload);
-    // The node says hello: our ZeroMQ::hello answers its nodeid subscription.
-    publish(z.sub, {"\x01zeek.cluster.nodeid.zeek-1."});
-    auto hello = z.wait_event([](auto& ev) { return topic_of(ev) == "zeek.cluster.nodeid.zeek-1."; });
-    REQUIRE(hello.size() == 4);
-    CHECK(hello[1] == "node-test");
-    CHECK(hello[2] == "broker-bin-v1");
-    data want = vector{data{count{1}}, data{count{1}},
-                       data{vector{data{"Cluster::Backend::ZeroMQ::hello"},
-                                   data{vector{data{"bridge"}, data{"node-test"}}}}}};
-    CHECK(hello[3] == *bin::encode(want));
-    // core -> ZeroMQ, with our node id.
-    publish(z.sub, {"\x01z/out/"});
-    REQUIRE(until_bridged(*ep, z, "z/out/"));
-    REQUIRE(!ep->publish("z/out/x", value));
-    auto got = z.wait_event([](auto& ev) { return topic_of(ev) == "z/out/x"; });
-    CHECK(got == std::vector<std::string>{"z/out/x", "node-test", "broker-bin-v1", payload});
-  }
-  zmq_ctx_term(ctx);
+  joined j; // Our XSUB subscribed to our nodeid topic, as Zeek's nodes do.
+  auto& z = j.z;
+  auto& ep = j.ep;
+  // ZeroMQ -> a local subscriber, subscribed on its behalf, the same bytes.
+  auto local = ep->make_subscriber({"z/in/"});
+  REQUIRE(z.wait_subscription("\x01z/in/"));
+  data value = vector{data{"event"}, data{count{7}}};
+  auto payload = *bin::encode(value);
+  publish(z.pub, {"z/in/1", "zeek-1", "broker-bin-v1", payload});
+  auto msg = local.get(std::chrono::milliseconds{wait_ms});
+  REQUIRE(msg);
+  CHECK(msg->topic() == "z/in/1");
+  REQUIRE(msg->impl().binary_if_known() != nullptr);
+  CHECK(*msg->impl().binary_if_known() == payload);
+  // The node says hello: our ZeroMQ::hello answers its nodeid subscription.
+  publish(z.sub, {"\x01zeek.cluster.nodeid.zeek-1."});
+  auto hello = z.wait_event([](auto& ev) { return topic_of(ev) == "zeek.cluster.nodeid.zeek-1."; });
+  REQUIRE(hello.size() == 4);
+  CHECK(hello[1] == "node-test");
+  CHECK(hello[2] == "broker-bin-v1");
+  data want = vector{data{count{1}}, data{count{1}},
+                     data{vector{data{"Cluster::Backend::ZeroMQ::hello"},
+                                 data{vector{data{"bridge"}, data{"node-test"}}}}}};
+  CHECK(hello[3] == *bin::encode(want));
+  // core -> ZeroMQ, with our node id.
+  publish(z.sub, {"\x01z/out/"});
+  REQUIRE(until_bridged(*ep, z, "z/out/"));
+  REQUIRE(!ep->publish("z/out/x", value));
+  auto got = z.wait_event([](auto& ev) { return topic_of(ev) == "z/out/x"; });
+  CHECK(got == std::vector<std::string>{"z/out/x", "node-test", "broker-bin-v1", payload});
 }
 
 TEST_CASE("node mode: split horizon, our own events back from the forwarder are dropped",
           "[zeromq][interop]") {
-  libzmq_forwarder fwd;
-  void* ctx = zmq_ctx_new();
-  {
-    zeek_node z{ctx, fwd};
-    auto ep = node_endpoint(fwd);
-    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
-    // A local subscriber and the Zeek node want the same topic: our XSUB subscribes it, so
-    // the forwarder sends our own event back to us.
-    auto local = ep->make_subscriber({"both/"});
-    REQUIRE(z.wait_subscription(std::string{"\x01"} + "both/"));
-    publish(z.sub, {std::string{"\x01"} + "both/"});
-    REQUIRE(until_bridged(*ep, z, "both/"));
-    while (local.get(std::chrono::milliseconds{300})) {
-    } // The probes.
-    REQUIRE(!ep->publish("both/1", data{"once"}));
-    auto at_zeek = z.wait_event([](auto& ev) { return topic_of(ev) == "both/1"; });
-    CHECK(at_zeek.size() == 4);
-    auto first = local.get(std::chrono::milliseconds{wait_ms});
-    REQUIRE(first);
-    CHECK(first->topic() == "both/1");
-    CHECK(!local.get(std::chrono::milliseconds{500})); // Not again through the bridge.
-    CHECK(z.wait_event([](auto& ev) { return topic_of(ev) == "both/1"; }).empty());
-    // A Zeek node's event reaches the local subscriber once and does not go back out.
-    publish(z.pub, {"both/2", "zeek-1", "broker-bin-v1", *bin::encode(data{"z"})});
-    auto second = local.get(std::chrono::milliseconds{wait_ms});
-    REQUIRE(second);
-    CHECK(second->topic() == "both/2");
-    CHECK(!local.get(std::chrono::milliseconds{300}));
-    // The Zeek node got it back once from the forwarder (its own, which Zeek drops),
-    // not a second time with our node id.
-    auto echoes = 0;
-    for (auto ev = recv_parts(z.sub); !ev.empty(); ev = recv_parts(z.sub))
-      if (topic_of(ev) == "both/2")
-        echoes += ev[1] == "node-test" ? 100 : 1;
-    CHECK(echoes == 1);
-  }
-  zmq_ctx_term(ctx);
+  joined j;
+  auto& z = j.z;
+  auto& ep = j.ep;
+  // A local subscriber and the Zeek node want the same topic: our XSUB subscribes it, so
+  // the forwarder sends our own event back to us.
+  auto local = ep->make_subscriber({"both/"});
+  REQUIRE(z.wait_subscription(std::string{"\x01"} + "both/"));
+  publish(z.sub, {std::string{"\x01"} + "both/"});
+  REQUIRE(until_bridged(*ep, z, "both/"));
+  while (local.get(std::chrono::milliseconds{300})) {
+  } // The probes.
+  REQUIRE(!ep->publish("both/1", data{"once"}));
+  auto at_zeek = z.wait_event([](auto& ev) { return topic_of(ev) == "both/1"; });
+  CHECK(at_zeek.size() == 4);
+  auto first = local.get(std::chrono::milliseconds{wait_ms});
+  REQUIRE(first);
+  CHECK(first->topic() == "both/1");
+  CHECK(!local.get(std::chrono::milliseconds{500})); // Not again through the bridge.
+  CHECK(z.wait_event([](auto& ev) { return topic_of(ev) == "both/1"; }).empty());
+  // A Zeek node's event reaches the local subscriber once and does not go back out.
+  publish(z.pub, {"both/2", "zeek-1", "broker-bin-v1", *bin::encode(data{"z"})});
+  auto second = local.get(std::chrono::milliseconds{wait_ms});
+  REQUIRE(second);
+  CHECK(second->topic() == "both/2");
+  CHECK(!local.get(std::chrono::milliseconds{300}));
+  // The Zeek node got it back once from the forwarder (its own, which Zeek drops),
+  // not a second time with our node id.
+  auto echoes = 0;
+  for (auto ev = recv_parts(z.sub); !ev.empty(); ev = recv_parts(z.sub))
+    if (topic_of(ev) == "both/2")
+      echoes += ev[1] == "node-test" ? 100 : 1;
+  CHECK(echoes == 1);
 }
 
 TEST_CASE("node mode: broker-node does not subscribe upstream to what only Zeek nodes want",
@@ -216,71 +232,54 @@ TEST_CASE("node mode: broker-node does not subscribe upstream to what only Zeek 
   // The bridge takes what Zeek nodes subscribe to (to send them the node's messages); it
   // must not subscribe to it in turn: that would pull those events into the node, and our
   // subscription would keep the prefix held at the forwarder after the node cancels it.
-  libzmq_forwarder fwd;
-  void* ctx = zmq_ctx_new();
-  {
-    zeek_node z{ctx, fwd};
-    auto ep = node_endpoint(fwd);
-    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
-    const std::string prefix = "zeek-only/";
-    publish(z.sub, {"\x01" + prefix});
-    REQUIRE(until_bridged(*ep, z, prefix)); // The bridge holds it now.
-    // The cancel reaches the node's XPUB: nobody else (not we) holds the prefix.
-    publish(z.sub, {std::string{"\0", 1} + prefix});
-    CHECK(z.wait_subscription(std::string{"\0", 1} + prefix));
-  }
-  zmq_ctx_term(ctx);
+  joined j;
+  auto& z = j.z;
+  auto& ep = j.ep;
+  const std::string prefix = "zeek-only/";
+  publish(z.sub, {"\x01" + prefix});
+  REQUIRE(until_bridged(*ep, z, prefix)); // The bridge holds it now.
+  // The cancel reaches the node's XPUB: nobody else (not we) holds the prefix.
+  publish(z.sub, {std::string{"\0", 1} + prefix});
+  CHECK(z.wait_subscription(std::string{"\0", 1} + prefix));
 }
 
 TEST_CASE("node mode: CURVE both ways through a CURVE forwarder", "[zeromq][interop]") {
-  auto server = zmtp::generate_keypair();
-  auto client = zmtp::generate_keypair();
-  libzmq_forwarder fwd{0, 0, &server};
-  void* ctx = zmq_ctx_new();
-  {
-    zeek_node z{ctx, fwd, &client, &server.public_key};
-    auto ep = node_endpoint(fwd, &client, &server.public_key);
-    REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
-    auto local = ep->make_subscriber({"c/in/"});
-    REQUIRE(z.wait_subscription(std::string{"\x01"} + "c/in/"));
-    auto payload = *bin::encode(data{"sealed"});
-    // A burst: several sealed messages in one read.
-    for (int i = 1; i <= 5; ++i)
-      publish(z.pub, {"c/in/" + std::to_string(i), "zeek-1", "broker-bin-v1", payload});
-    for (int i = 1; i <= 5; ++i) {
-      auto msg = local.get(std::chrono::milliseconds{wait_ms});
-      REQUIRE(msg);
-      CHECK(msg->topic() == "c/in/" + std::to_string(i));
-    }
-    publish(z.sub, {std::string{"\x01"} + "c/out/"});
-    REQUIRE(until_bridged(*ep, z, "c/out/"));
-    REQUIRE(!ep->publish("c/out/x", data{"sealed"}));
-    auto got = z.wait_event([](auto& ev) { return topic_of(ev) == "c/out/x"; });
-    CHECK(got == std::vector<std::string>{"c/out/x", "node-test", "broker-bin-v1", payload});
+  joined j{true};
+  auto& z = j.z;
+  auto& ep = j.ep;
+  auto local = ep->make_subscriber({"c/in/"});
+  REQUIRE(z.wait_subscription(std::string{"\x01"} + "c/in/"));
+  auto payload = *bin::encode(data{"sealed"});
+  // A burst: several sealed messages in one read.
+  for (int i = 1; i <= 5; ++i)
+    publish(z.pub, {"c/in/" + std::to_string(i), "zeek-1", "broker-bin-v1", payload});
+  for (int i = 1; i <= 5; ++i) {
+    auto msg = local.get(std::chrono::milliseconds{wait_ms});
+    REQUIRE(msg);
+    CHECK(msg->topic() == "c/in/" + std::to_string(i));
   }
-  zmq_ctx_term(ctx);
+  publish(z.sub, {std::string{"\x01"} + "c/out/"});
+  REQUIRE(until_bridged(*ep, z, "c/out/"));
+  REQUIRE(!ep->publish("c/out/x", data{"sealed"}));
+  auto got = z.wait_event([](auto& ev) { return topic_of(ev) == "c/out/x"; });
+  CHECK(got == std::vector<std::string>{"c/out/x", "node-test", "broker-bin-v1", payload});
 }
 
 TEST_CASE("node mode: the forwarder restarts, broker-node reconnects and subscribes again",
           "[zeromq][interop]") {
-  libzmq_forwarder fwd;
-  void* ctx = zmq_ctx_new();
-  {
-    auto z = std::make_unique<zeek_node>(ctx, fwd);
-    auto ep = node_endpoint(fwd);
-    REQUIRE(z->wait_subscription("\x01" + std::string{own_nodeid}));
-    auto local = ep->make_subscriber({"r/"});
-    REQUIRE(z->wait_subscription("\x01r/"));
-    fwd.stop();
-    std::this_thread::sleep_for(200ms);
-    fwd.start(fwd.xsub_port, fwd.xpub_port);
-    // libzmq's node reconnects by itself; broker-node sends its subscriptions again.
-    REQUIRE(z->wait_subscription("\x01" + std::string{own_nodeid}));
-    publish(z->pub, {"r/again", "zeek-1", "broker-bin-v1", *bin::encode(data{"again"})});
-    auto msg = local.get(std::chrono::milliseconds{wait_ms});
-    REQUIRE(msg);
-    CHECK(msg->topic() == "r/again");
-  }
-  zmq_ctx_term(ctx);
+  joined j;
+  auto& z = j.z;
+  auto& fwd = j.fwd;
+  auto local = j.ep->make_subscriber({"r/"});
+  REQUIRE(z.wait_subscription("\x01r/"));
+  fwd.stop();
+  std::this_thread::sleep_for(200ms);
+  fwd.start(fwd.xsub_port, fwd.xpub_port);
+  // libzmq's node reconnects by itself; broker-node sends its subscriptions again.
+  REQUIRE(z.wait_subscription("\x01" + std::string{own_nodeid}));
+  publish(z.pub, {"r/again", "zeek-1", "broker-bin-v1", *bin::encode(data{"again"})});
+  auto msg = local.get(std::chrono::milliseconds{wait_ms});
+  REQUIRE(msg);
+  CHECK(msg->topic() == "r/again");
 }
 #endif
