@@ -159,11 +159,6 @@ public:
     return c;
   }
 
-  void update_filter(const filter_type& f) override {
-    if (bridge_)
-      bridge_->update_filter(f);
-  }
-
   void stop() override {
     if (stopped_.exchange(true))
       return;
@@ -234,7 +229,6 @@ private:
   zeromq_settings cfg_;
   std::shared_ptr<node_hub> hub_ = std::make_shared<node_hub>();
   std::shared_ptr<uplink> uplinks_[2];
-  std::shared_ptr<bridge> bridge_;
   std::atomic<bool> stopped_{false};
 };
 

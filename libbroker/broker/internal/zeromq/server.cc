@@ -26,6 +26,11 @@ namespace broker::internal::zeromq {
 
 server::~server() = default;
 
+void server::update_filter(const filter_type& f) {
+  if (bridge_)
+    bridge_->update_filter(f);
+}
+
 namespace {
 
 constexpr std::string_view component = "zeromq";
@@ -140,11 +145,6 @@ public:
     if (bridge_)
       bridge_->report(c);
     return c;
-  }
-
-  void update_filter(const filter_type& f) override {
-    if (bridge_)
-      bridge_->update_filter(f);
   }
 
   void make_bridge(std::shared_ptr<core_runtime> rt, uint64_t id) {
@@ -287,7 +287,6 @@ private:
   bool curve_ = false;
   bool admit_one_ = false; ///< broker.zeromq.curve-client-public-key set: only that key.
   zmtp::key admitted_{};
-  std::shared_ptr<bridge> bridge_;
   /// What the links share with the server.
   struct hub {
     forwarder fwd;

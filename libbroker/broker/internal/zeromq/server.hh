@@ -77,6 +77,8 @@ struct server_counters {
   uint64_t hellos_sent = 0;       ///< Our ZeroMQ::hello events
 };
 
+class bridge;
+
 class server {
 public:
   /// Binds the configured ports (either may be 0: off) and starts accepting. Fails for an
@@ -92,7 +94,7 @@ public:
                                                  = nullptr);
 
   /// The node's filter changed (the core's announcement): what the bridge subscribes to.
-  virtual void update_filter(const filter_type& f) = 0;
+  void update_filter(const filter_type& f);
 
   virtual ~server();
 
@@ -111,6 +113,11 @@ public:
 
   /// Stops accepting and closes every connection. Idempotent.
   virtual void stop() = 0;
+
+protected:
+  /// The bridge between ZeroMQ and the node (bridge.hh), in either mode; null without a
+  /// core.
+  std::shared_ptr<bridge> bridge_;
 };
 
 } // namespace broker::internal::zeromq
