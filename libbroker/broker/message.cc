@@ -113,16 +113,19 @@ void message_impl::encode_ws_frames(const data_message* msgs, size_t n) {
   while (i < n) {
     // Claim and encode messages until the block is full; skip those encoded, or being
     // encoded, by somebody else (their writers find them non-adjacent: one piece more).
-    auto block = new frame_block;
-    auto& b = block->bytes;
+    // Every client after the first finds everything encoded: no block then.
+    frame_block* block = nullptr;
     size_t k = 0;
-    for (; i < n && k < max_claimed && b.size() < block_bytes; ++i) {
+    for (; i < n && k < max_claimed && (!block || block->bytes.size() < block_bytes); ++i) {
       auto& m = msgs[i].impl();
       uint8_t expected = empty;
       if (m.json_state_.load(std::memory_order_relaxed) != empty
           || !m.json_state_.compare_exchange_strong(expected, filling,
                                                     std::memory_order_acq_rel))
         continue;
+      if (!block)
+        block = new frame_block;
+      auto& b = block->bytes;
       // The JSON text goes behind room for a 4-byte header (payloads of 126 to 65535
       // bytes); it moves if the header is shorter or longer.
       auto pos = b.size();
@@ -143,15 +146,13 @@ void message_impl::encode_ws_frames(const data_message* msgs, size_t n) {
       offsets[k] = pos;
       claimed[k++] = &m;
     }
-    if (k == 0) {
-      delete block;
-      continue;
-    }
+    if (!block)
+      return; // Nothing left to claim (the loop ran to the end).
     // The bytes stay where they are from now on: publish every frame.
     block->rc.store(k, std::memory_order_relaxed);
     for (size_t j = 0; j < k; ++j) {
       auto m = claimed[j];
-      m->frame_ = b.data() + offsets[j];
+      m->frame_ = block->bytes.data() + offsets[j];
       m->block_ = block;
       m->json_state_.store(ready, std::memory_order_release);
     }
