@@ -32,6 +32,16 @@
 
 namespace broker::internal {
 
+/// If `next` starts where `run` ends (bytes encoded back to back, e.g. the frames of a
+/// message block), extends `run` over it and returns true. Writers use it to hand a run
+/// of adjacent shared bytes to the gather buffer as one piece.
+inline bool extend_run(std::string_view& run, std::string_view next) noexcept {
+  if (run.empty() || next.empty() || run.data() + run.size() != next.data())
+    return false;
+  run = std::string_view{run.data(), run.size() + next.size()};
+  return true;
+}
+
 class gather_buffer {
 public:
   /// Appends bytes that belong to this write (copied).

@@ -274,3 +274,18 @@ TEST_CASE("clear empties the buffer for the next batch, also after a partial wri
   buf.consume(4);
   CHECK(buf.done());
 }
+
+TEST_CASE("extend_run joins bytes that lie back to back, nothing else", "[gather]") {
+  std::string block = "abcdef";
+  std::string_view whole{block};
+  std::string_view run = whole.substr(0, 2);
+  CHECK(extend_run(run, whole.substr(2, 3)));
+  CHECK(run == "abcde");
+  CHECK_FALSE(extend_run(run, whole.substr(4, 2))); // Overlaps: not adjacent.
+  std::string other = "f";
+  CHECK_FALSE(extend_run(run, other)); // Elsewhere in memory.
+  CHECK_FALSE(extend_run(run, whole.substr(5, 0))); // Empty: nothing to join.
+  std::string_view none;
+  CHECK_FALSE(extend_run(none, whole)); // No run yet.
+  CHECK(run == "abcde");
+}

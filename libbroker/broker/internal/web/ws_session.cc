@@ -408,9 +408,7 @@ bool ws_session::fill(gather_buffer& out) {
       for (auto& msg : batch_)
         if (!access_ || access_->may_receive(msg.topic())) { // Filtered: counted.
           auto frame = msg.impl().ws_frame();
-          if (run.data() + run.size() == frame.data()) {
-            run = std::string_view{run.data(), run.size() + frame.size()};
-          } else {
+          if (!extend_run(run, frame)) {
             out.share(run);
             run = frame;
           }

@@ -49,10 +49,8 @@ public:
   class planner {
   public:
     void add(std::string_view plain) noexcept {
-      if (!plain.empty() && !run_.empty() && run_.data() + run_.size() == plain.data()) {
-        run_ = std::string_view{run_.data(), run_.size() + plain.size()};
+      if (extend_run(run_, plain))
         return;
-      }
       need_ = plan(need_, run_.size());
       run_ = plain;
     }
@@ -83,12 +81,8 @@ public:
   /// Appends one pre-encoded event to `out` (with the run it continues; copied or
   /// referenced once the run ends, see above).
   void add(std::string_view plain, gather_buffer& out) {
-    if (plain.empty())
+    if (plain.empty() || extend_run(run_, plain))
       return;
-    if (!run_.empty() && run_.data() + run_.size() == plain.data()) {
-      run_ = std::string_view{run_.data(), run_.size() + plain.size()};
-      return;
-    }
     emit(out);
     run_ = plain;
   }
